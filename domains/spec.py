@@ -1,0 +1,214 @@
+"""The DomainSpec: what `domain.yaml` holds, as pydantic models.
+
+A spec is pure data: the schema (tables, typed columns, keys, enums, generation hints), the
+intents and, for the offline synthesizer, each intent's task template. Everything a loader,
+a populator or a task synthesizer needs to know about a domain is here and validated here.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import date, datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+IDENTIFIER = r"^[a-z][a-z0-9_]*$"
+ColumnType = Literal["string", "integer", "number", "boolean", "date", "datetime"]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Generator(_Strict):
+    """How the offline populator fills a column: exactly one kind of hint."""
+
+    faker: str | None = Field(None, description="Faker provider, e.g. 'city' or 'iban'")
+    args: dict[str, Any] = Field(default_factory=dict, description="keyword args for the provider")
+    choice: list[Any] | None = None
+    weights: list[float] | None = None
+    range: tuple[float, float] | None = Field(None, description="uniform number in [lo, hi]")
+    decimals: int | None = Field(None, description="round a range to this many decimals")
+    dates: tuple[date, date] | None = Field(None, description="uniform date in [start, end]")
+    pattern: str | None = Field(None, description="Faker bothify: '#' a digit, '?' a letter")
+    template: str | None = Field(None, description="jinja over the row so far, its refs and locale")
+    null_rate: float = Field(0.0, ge=0.0, le=1.0)
+
+    @model_validator(mode="after")
+    def _one_kind(self) -> Generator:
+        kinds = [k for k in ("faker", "choice", "range", "dates", "pattern", "template")
+                 if getattr(self, k) is not None]
+        if len(kinds) != 1:
+            raise ValueError(f"give exactly one of faker/choice/range/dates/pattern/template, got {kinds or 'none'}")
+        if self.weights is not None and (self.choice is None or len(self.weights) != len(self.choice)):
+            raise ValueError("weights need a choice list of the same length")
+        return self
+
+
+class Column(_Strict):
+    name: str = Field(pattern=IDENTIFIER)
+    type: ColumnType
+    description: str = ""
+    primary_key: bool = False
+    unique: bool = False
+    nullable: bool = False
+    enum: list[str] | None = None
+    references: str | None = Field(None, description="'table.column' this column points at")
+    gen: Generator | None = None
+
+    @field_validator("references")
+    @classmethod
+    def _table_dot_column(cls, value: str | None) -> str | None:
+        if value is not None and not re.fullmatch(r"[a-z][a-z0-9_]*\.[a-z][a-z0-9_]*", value):
+            raise ValueError(f"references must be 'table.column', got {value!r}")
+        return value
+
+
+class PerParent(_Strict):
+    """Rows are made per row of a parent table: `min`..`max` children each."""
+
+    column: str
+    min: int = Field(ge=0)
+    max: int = Field(ge=1)
+
+    @model_validator(mode="after")
+    def _ordered(self) -> PerParent:
+        if self.min > self.max:
+            raise ValueError(f"min {self.min} exceeds max {self.max}")
+        return self
+
+
+class Table(_Strict):
+    name: str = Field(pattern=IDENTIFIER)
+    description: str = ""
+    columns: list[Column] = Field(min_length=1)
+    id_prefix: str | None = Field(None, description="new string keys are prefix + zero-padded counter; "
+                                  "without one, inserts must give the key")
+    rows: int = Field(0, ge=0, description="rows to generate (ignored when `per` is set)")
+    per: PerParent | None = None
+    locales: list[str] = Field(default_factory=lambda: ["en_US"])
+    data: list[dict[str, Any]] = Field(default_factory=list, description="fixed rows, e.g. reference data")
+
+    @property
+    def primary_key(self) -> Column:
+        return next(c for c in self.columns if c.primary_key)
+
+    def column(self, name: str) -> Column:
+        for col in self.columns:
+            if col.name == name:
+                return col
+        raise KeyError(f"table {self.name!r} has no column {name!r}")
+
+    @model_validator(mode="after")
+    def _keys(self) -> Table:
+        names = [c.name for c in self.columns]
+        if len(set(names)) != len(names):
+            raise ValueError(f"duplicate column names in {self.name!r}")
+        pks = [c for c in self.columns if c.primary_key]
+        if len(pks) != 1:
+            raise ValueError(f"table {self.name!r} needs exactly one primary_key column, has {len(pks)}")
+        if self.per is not None and self.per.column not in names:
+            raise ValueError(f"per.column {self.per.column!r} is not a column of {self.name!r}")
+        generated = self.rows > 0 or self.per is not None
+        for col in self.columns if generated else ():
+            if not (col.primary_key or col.references or col.enum or col.gen):
+                raise ValueError(f"column {self.name}.{col.name} needs gen, enum or references")
+        return self
+
+
+class ActionTemplate(_Strict):
+    name: str
+    arguments: dict[str, Any] = Field(default_factory=dict,
+                                      description="literals, or '{{ expr }}' rendered to native values")
+
+
+class Binding(_Strict):
+    """One row bound for a task: `match` filters by equality (indexed), `where` is any expression."""
+
+    table: str
+    match: dict[str, str] = Field(default_factory=dict, description="column -> expression")
+    where: str | None = Field(None, description="expression over `row` and earlier bindings")
+
+
+class TaskTemplate(_Strict):
+    """The offline synthesizer's recipe for one intent: bind rows, derive values, write the task."""
+
+    count: int = Field(30, ge=1, description="candidates to instantiate")
+    bind: dict[str, Binding] = Field(min_length=1)
+    let: dict[str, str] = Field(default_factory=dict, description="name -> expression, in order")
+    reason_for_call: str
+    known_info: str
+    unknown_info: str = ""
+    task_instructions: str
+    actions: list[ActionTemplate] = Field(min_length=1)
+    communicate: list[str] = Field(default_factory=list, description="expressions over `out`")
+    nl_assertions: list[str] = Field(default_factory=list)
+
+
+class Intent(_Strict):
+    name: str = Field(pattern=IDENTIFIER)
+    description: str
+    kind: Literal["read", "write"]
+    template: TaskTemplate | None = None
+
+
+class PolicyRule(_Strict):
+    """A rule of policy.md and the tools that enforce it (checked by tests)."""
+
+    id: str
+    rule: str
+    enforced_by: list[str] = Field(min_length=1)
+
+
+class DomainSpec(_Strict):
+    name: str = Field(pattern=IDENTIFIER)
+    description: str
+    clock: datetime = Field(description="the fixed 'now' every tool sees")
+    tables: list[Table] = Field(min_length=1)
+    intents: list[Intent] = Field(default_factory=list)
+    rules: list[PolicyRule] = Field(default_factory=list)
+
+    def table(self, name: str) -> Table:
+        for table in self.tables:
+            if table.name == name:
+                return table
+        raise KeyError(f"domain {self.name!r} has no table {name!r}")
+
+    @model_validator(mode="after")
+    def _references(self) -> DomainSpec:
+        tables = {t.name: t for t in self.tables}
+        if len(tables) != len(self.tables):
+            raise ValueError("duplicate table names")
+        for table in self.tables:
+            for col in table.columns:
+                if col.references is None:
+                    continue
+                target, target_col = col.references.split(".")
+                if target not in tables:
+                    raise ValueError(f"{table.name}.{col.name} references unknown table {target!r}")
+                if target_col != tables[target].primary_key.name:
+                    raise ValueError(f"{table.name}.{col.name} must reference the primary key of {target!r}")
+        for intent in self.intents:
+            for binding in (intent.template.bind.values() if intent.template else []):
+                if binding.table not in tables:
+                    raise ValueError(f"intent {intent.name!r} binds unknown table {binding.table!r}")
+        names = [i.name for i in self.intents]
+        if len(set(names)) != len(names):
+            raise ValueError("duplicate intent names")
+        return self
+
+    def creation_order(self) -> list[Table]:
+        """Tables ordered so that every referenced table comes before the ones pointing at it."""
+        done: dict[str, Table] = {}
+        pending = list(self.tables)
+        while pending:
+            ready = [t for t in pending
+                     if all(c.references.split(".")[0] in done or c.references.split(".")[0] == t.name
+                            for c in t.columns if c.references)]
+            if not ready:
+                raise ValueError(f"foreign keys form a cycle among {[t.name for t in pending]}")
+            for table in ready:
+                done[table.name] = table
+                pending.remove(table)
+        return list(done.values())

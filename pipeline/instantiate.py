@@ -1,0 +1,198 @@
+"""Offline task synthesis: bind an intent's template to real rows, replay the gold, write the Task.
+
+Gold action arguments may refer to earlier outputs (`out[2].payee_id`), so actions are
+rendered one at a time while they replay on a fork; `communicate_info` is rendered from the
+real outputs afterwards. A candidate whose gold fails here is kept as a rejection with the
+reason, never dropped silently.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+from collections import defaultdict
+from collections.abc import Iterator
+from datetime import timedelta
+from typing import Any
+
+from faker import Faker
+
+from toolscale.domains import Domain, Environment
+from toolscale.domains.spec import Intent, TaskTemplate
+from toolscale.domains.tasks import (Action, Description, EvaluationCriteria, Lineage, Rejection,
+                                     StructuredUserInstructions, Task, TaskMeta, UserScenario)
+
+from .populate import Rows
+from .templating import TemplateError, derive_seed, evaluate, faker_helper, random_helpers, render_text, render_value
+
+BIND_ATTEMPTS = 40
+
+
+class RowIndex:
+    """Rows by equality on any set of columns, built lazily; `rows('accounts', customer_id=...)`."""
+
+    def __init__(self, rows: Rows) -> None:
+        self._rows = rows
+        self._indexes: dict[tuple[str, tuple[str, ...]], dict[tuple[Any, ...], list[dict[str, Any]]]] = {}
+
+    def __call__(self, table: str, **equal: Any) -> list[dict[str, Any]]:
+        if table not in self._rows:
+            raise TemplateError(f"rows(): unknown table {table!r}")
+        if not equal:
+            return self._rows[table]
+        columns = tuple(sorted(equal))
+        index = self._indexes.get((table, columns))
+        if index is None:
+            index = defaultdict(list)
+            for row in self._rows[table]:
+                index[tuple(row.get(c) for c in columns)].append(row)
+            self._indexes[(table, columns)] = index
+        return index.get(tuple(equal[c] for c in columns), [])
+
+
+def difficulty_of(actions: int, writes: int) -> str:
+    if actions >= 5 or writes >= 3:
+        return "hard"
+    if actions >= 4 or writes >= 2:
+        return "medium"
+    return "easy"
+
+
+def template_digest(template: TaskTemplate) -> str:
+    blob = json.dumps(template.model_dump(mode="json"), sort_keys=True)
+    return hashlib.blake2b(blob.encode(), digest_size=8).hexdigest()
+
+
+class _Binder:
+    """Draws one consistent set of rows (and derived values) for a template."""
+
+    def __init__(self, domain: Domain, index: RowIndex, rng: random.Random, faker: Faker) -> None:
+        clock = domain.spec.clock
+        self.index, self.rng = index, rng
+        self.base = {"rows": index, "today": clock.date().isoformat(), "now": clock.isoformat(),
+                     "add_days": lambda day, n: (clock.fromisoformat(day[:10]) + timedelta(days=n)).date().isoformat(),
+                     "fake": faker_helper(faker),
+                     **random_helpers(rng)}
+
+    def bind(self, template: TaskTemplate) -> dict[str, Any] | None:
+        context = dict(self.base)
+        used: set[tuple[str, Any]] = set()
+        for name, binding in template.bind.items():
+            equal = {col: evaluate(expr, context) for col, expr in binding.match.items()}
+            pool = self.index(binding.table, **equal)
+            if not pool:
+                return None
+            start = self.rng.randrange(len(pool))
+            chosen = None
+            for i in range(len(pool)):
+                row = pool[(start + i) % len(pool)]
+                key = (binding.table, json.dumps(row, sort_keys=True, default=str))
+                if key in used:
+                    continue
+                if binding.where is None or evaluate(binding.where, {**context, "row": row}):
+                    chosen = row
+                    used.add(key)
+                    break
+            if chosen is None:
+                return None
+            context[name] = chosen
+        for name, expr in template.let.items():
+            context[name] = evaluate(expr, context)
+        return context
+
+
+def _candidates(domain: Domain, intent: Intent, rows: Rows, index: RowIndex, seed: int) -> Iterator[dict[str, Any]]:
+    template = intent.template
+    rng = random.Random(derive_seed(seed, domain.name, intent.name))
+    faker = Faker(["en_GB", "de_DE", "fr_FR", "es_ES", "it_IT", "nl_NL"])
+    faker.seed_instance(derive_seed(seed, domain.name, intent.name, "faker"))
+    binder = _Binder(domain, index, rng, faker)
+    seen: set[str] = set()
+    for _ in range(template.count):
+        for _attempt in range(BIND_ATTEMPTS):
+            context = binder.bind(template)
+            if context is None:
+                continue
+            key = json.dumps({k: context[k] for k in [*template.bind, *template.let]}, sort_keys=True, default=str)
+            if key not in seen:
+                seen.add(key)
+                yield context
+                break
+
+
+def instantiate(domain: Domain, env: Environment, rows: Rows, intent: Intent, seed: int,
+                index: RowIndex | None = None) -> tuple[list[Task], list[Rejection]]:
+    """Candidates for one intent: tasks whose gold replayed cleanly, and rejections with reasons."""
+    template = intent.template
+    if template is None:
+        return [], []
+    index = index or RowIndex(rows)
+    digest = template_digest(template)
+    tasks: list[Task] = []
+    rejected: list[Rejection] = []
+    for k, context in enumerate(_candidates(domain, intent, rows, index, seed)):
+        task_id = f"{domain.name}.{intent.name}.{k:03d}"
+        task, failure = _build(domain, env, intent, context, task_id, Lineage(backend="offline", seed=seed,
+                                                                             prompt_digest=digest))
+        if failure is None:
+            tasks.append(task)
+        else:
+            rejected.append(Rejection(task=task, gate="synthesis", reason=failure))
+    return tasks, rejected
+
+
+def _render_instructions(domain: Domain, template: TaskTemplate, context: dict[str, Any]) -> StructuredUserInstructions:
+    return StructuredUserInstructions(
+        domain=domain.name,
+        reason_for_call=render_text(template.reason_for_call, context),
+        known_info=render_text(template.known_info, context),
+        unknown_info=render_text(template.unknown_info, context) or None,
+        task_instructions=render_text(template.task_instructions, context))
+
+
+def _build(domain: Domain, env: Environment, intent: Intent, context: dict[str, Any], task_id: str,
+           lineage: Lineage) -> tuple[Task, str | None]:
+    """One candidate task, and why it failed (None when its gold replayed cleanly)."""
+    template = intent.template
+    failure = None
+    try:
+        instructions = _render_instructions(domain, template, context)
+        nl_assertions = [render_text(n, context) for n in template.nl_assertions]
+    except TemplateError as exc:
+        failure = f"instructions could not be rendered: {exc}"
+        instructions = StructuredUserInstructions(domain=domain.name, reason_for_call="", task_instructions="")
+        nl_assertions = []
+    actions: list[Action] = []
+    outputs: list[Any] = []
+    final_hash = None
+    with env.fork() as fork:
+        for i, step in enumerate(template.actions if failure is None else []):
+            try:
+                arguments = render_value(step.arguments, {**context, "out": outputs})
+            except TemplateError as exc:
+                failure = f"action {i} ({step.name}): arguments could not be rendered: {exc}"
+                break
+            actions.append(Action(action_id=str(i), name=step.name, arguments=arguments))
+            result = fork.call(step.name, arguments)
+            if not result.ok:
+                failure = f"action {i} ({step.name}) failed: {result.error_type}: {result.error}"
+                break
+            outputs.append(result.output)
+        if failure is None:
+            final_hash = fork.state_hash()
+    communicate: list[str] = []
+    if failure is None:
+        try:
+            communicate = [render_text(c, {**context, "out": outputs}) for c in template.communicate]
+        except TemplateError as exc:
+            failure = f"communicate_info could not be rendered: {exc}"
+    writes = sum(domain.toolkit.specs[a.name].kind == "write" for a in actions)
+    meta = TaskMeta(intent=intent.name, kind=intent.kind, difficulty=difficulty_of(len(actions), writes),
+                    lineage=lineage, expected_outputs=outputs, final_state_hash=final_hash)
+    task = Task(id=task_id, description=Description(purpose=intent.description),
+                user_scenario=UserScenario(instructions=instructions),
+                evaluation_criteria=EvaluationCriteria(actions=actions, communicate_info=communicate,
+                                                       nl_assertions=nl_assertions),
+                meta=meta)
+    return task, failure

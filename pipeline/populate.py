@@ -1,0 +1,141 @@
+"""Offline population: rows for every table from the columns' generation hints.
+
+Deterministic for a seed: each table draws from its own generators (seeded from the run seed,
+the domain and the table), so changing one table's hints leaves the others' values alone.
+Foreign keys point at existing rows, unique columns are retried until free, enums hold.
+"""
+
+from __future__ import annotations
+
+import random
+from datetime import timedelta
+from typing import Any
+
+from faker import Faker
+
+from toolscale.domains import ToolError
+from toolscale.domains.records import ID_WIDTH, coerce
+from toolscale.domains.spec import Column, DomainSpec, Generator, Table
+
+from .templating import TemplateError, derive_seed, faker_helper, random_helpers, render_value
+
+Rows = dict[str, list[dict[str, Any]]]
+UNIQUE_TRIES = 200
+
+
+class PopulateError(ValueError):
+    """A generation hint that cannot produce a valid value; names the table and column."""
+
+
+class _TableFiller:
+    def __init__(self, spec: DomainSpec, table: Table, rows: Rows, seed: int) -> None:
+        self.spec, self.table, self.rows = spec, table, rows
+        self.rng = random.Random(derive_seed(seed, spec.name, table.name))
+        self.helpers = random_helpers(self.rng)
+        self.fakers = {}
+        for locale in table.locales:
+            try:
+                faker = Faker(locale)
+            except AttributeError:
+                raise PopulateError(f"{table.name}: unknown Faker locale {locale!r}") from None
+            faker.seed_instance(derive_seed(seed, spec.name, table.name, locale))
+            self.fakers[locale] = faker
+        self.taken: dict[str, set[Any]] = {c.name: set() for c in table.columns if c.unique}
+
+    def _key(self, n: int) -> Any:
+        pk = self.table.primary_key
+        return n if pk.type == "integer" else f"{self.table.id_prefix}{n:0{ID_WIDTH}d}"
+
+    def _generate(self, col: Column, gen: Generator, context: dict[str, Any], faker: Faker) -> Any:
+        if gen.null_rate and self.rng.random() < gen.null_rate:
+            return None
+        if gen.faker is not None:
+            provider = getattr(faker, gen.faker, None) if not gen.faker.startswith("_") else None
+            if not callable(provider):
+                raise PopulateError(f"{self.table.name}.{col.name}: unknown Faker provider {gen.faker!r}")
+            return provider(**gen.args)
+        if gen.choice is not None:
+            return self.rng.choices(gen.choice, weights=gen.weights)[0] if gen.weights else self.helpers["pick"](gen.choice)
+        if gen.range is not None:
+            lo, hi = gen.range
+            value = lo + self.rng.random() * (hi - lo)
+            return round(value) if col.type == "integer" else round(value, gen.decimals if gen.decimals is not None else 2)
+        if gen.dates is not None:
+            start, end = gen.dates
+            return (start + timedelta(days=self.rng.randrange((end - start).days + 1))).isoformat()
+        if gen.pattern is not None:
+            return faker.bothify(gen.pattern)
+        return render_value(gen.template, context)
+
+    def _value(self, col: Column, context: dict[str, Any], faker: Faker) -> Any:
+        for _ in range(UNIQUE_TRIES if col.unique else 1):
+            if col.gen is not None:
+                try:
+                    raw = self._generate(col, col.gen, context, faker)
+                except TemplateError as exc:
+                    raise PopulateError(f"{self.table.name}.{col.name}: {exc}") from None
+            else:
+                raw = self.helpers["pick"](col.enum)
+            try:
+                value = coerce(self.table, col, raw)
+            except ToolError as exc:
+                raise PopulateError(f"{self.table.name}.{col.name}: generated value does not fit: {exc}") from None
+            if not col.unique or value not in self.taken[col.name]:
+                if col.unique:
+                    self.taken[col.name].add(value)
+                return value
+        raise PopulateError(f"{self.table.name}.{col.name}: no free unique value after {UNIQUE_TRIES} tries")
+
+    def row(self, seq: int, parent: dict[str, Any] | None, seq_in_parent: int) -> dict[str, Any]:
+        locale = self.helpers["pick"](self.table.locales)
+        faker = self.fakers[locale]
+        row: dict[str, Any] = {}
+        refs: dict[str, dict[str, Any]] = {}
+        for col in self.table.columns:
+            if not col.references:
+                continue
+            if self.table.per is not None and col.name == self.table.per.column:
+                target_row = parent
+            else:
+                target_rows = self.rows[col.references.split(".")[0]]
+                if not target_rows:
+                    raise PopulateError(f"{self.table.name}.{col.name}: {col.references} has no rows to point at")
+                target_row = self.helpers["pick"](target_rows)
+            refs[col.name] = target_row
+        context = {"refs": refs, "locale": locale, "seq": seq, "seq_in_parent": seq_in_parent,
+                   "fake": faker_helper(faker), "numerify": faker.numerify, **self.helpers}
+        for col in self.table.columns:
+            if col.primary_key:
+                row[col.name] = self._key(seq + 1)
+            elif col.references:
+                row[col.name] = refs[col.name][col.references.split(".")[1]]
+            else:
+                row[col.name] = self._value(col, {**context, **row}, faker)
+            context[col.name] = row[col.name]
+        return row
+
+
+def populate(spec: DomainSpec, seed: int, scale: float = 1.0) -> Rows:
+    """Rows for every table of `spec`: fixed `data` first, then generated rows."""
+    rows: Rows = {}
+    for table in spec.creation_order():
+        filler = _TableFiller(spec, table, rows, seed)
+        out = []
+        for fixed in table.data:
+            try:
+                out.append({c.name: coerce(table, c, fixed.get(c.name)) for c in table.columns})
+            except ToolError as exc:
+                raise PopulateError(f"{table.name}: fixed row {fixed}: {exc}") from None
+        rows[table.name] = out
+        if table.per is not None:
+            parent_table = table.column(table.per.column).references.split(".")[0]
+            for parent in rows[parent_table]:
+                for j in range(filler.rng.randint(table.per.min, table.per.max)):
+                    out.append(filler.row(len(out), parent, j))
+        else:
+            for i in range(round(table.rows * scale)):
+                out.append(filler.row(len(out), None, i))
+    return rows
+
+
+__all__ = ["PopulateError", "Rows", "populate"]

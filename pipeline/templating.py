@@ -1,0 +1,121 @@
+"""Jinja expressions and texts for the offline synthesizer's hints and task templates.
+
+A string that is exactly `{{ expr }}` evaluates to a native value (a number stays a number);
+any other string with `{{` renders as text; the rest are literals. The environment is
+sandboxed and undefined names fail loudly, so a typo in a template is an error, not a blank.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import random
+import re
+import unicodedata
+from collections.abc import Callable
+from functools import lru_cache
+from typing import Any
+
+from jinja2 import StrictUndefined
+from jinja2.sandbox import SandboxedEnvironment
+
+_WHOLE_EXPRESSION = re.compile(r"^\s*\{\{(?P<expr>(?:(?!\{\{|\}\}).)*)\}\}\s*$", re.S)
+
+
+class TemplateError(ValueError):
+    """A template or expression that does not compile or evaluate; names the source."""
+
+
+def _ascii(text: str) -> str:
+    return unicodedata.normalize("NFKD", str(text)).encode("ascii", "ignore").decode().replace(" ", "")
+
+
+def _money(value: float) -> str:
+    return f"{float(value):.2f}"
+
+
+_ENV = SandboxedEnvironment(undefined=StrictUndefined, keep_trailing_newline=False)
+_ENV.filters.update(ascii=_ascii, money=_money)
+
+
+@lru_cache(maxsize=4096)
+def _expression(source: str) -> Callable[..., Any]:
+    try:
+        return _ENV.compile_expression(source, undefined_to_none=False)
+    except Exception as exc:
+        raise TemplateError(f"bad expression {source!r}: {exc}") from None
+
+
+@lru_cache(maxsize=4096)
+def _text(source: str) -> Any:
+    try:
+        return _ENV.from_string(source)
+    except Exception as exc:
+        raise TemplateError(f"bad template {source!r}: {exc}") from None
+
+
+def evaluate(source: str, context: dict[str, Any]) -> Any:
+    """Evaluate a bare jinja expression such as `row.balance > 100`."""
+    try:
+        return _expression(source)(**context)
+    except TemplateError:
+        raise
+    except Exception as exc:
+        raise TemplateError(f"{source!r}: {type(exc).__name__}: {exc}") from None
+
+
+def render_text(source: str, context: dict[str, Any]) -> str:
+    try:
+        return _text(source).render(**context)
+    except TemplateError:
+        raise
+    except Exception as exc:
+        raise TemplateError(f"{source!r}: {type(exc).__name__}: {exc}") from None
+
+
+def render_value(value: Any, context: dict[str, Any]) -> Any:
+    """A literal stays itself; `{{ expr }}` gives a native value; other templates give text.
+
+    Lists and dicts are rendered element by element.
+    """
+    if isinstance(value, str):
+        whole = _WHOLE_EXPRESSION.match(value)
+        if whole:
+            return evaluate(whole.group("expr"), context)
+        if "{{" in value or "{%" in value:
+            return render_text(value, context)
+        return value
+    if isinstance(value, list):
+        return [render_value(v, context) for v in value]
+    if isinstance(value, dict):
+        return {k: render_value(v, context) for k, v in value.items()}
+    return value
+
+
+def derive_seed(*parts: object) -> int:
+    """A stable 63-bit seed from any parts (Python's hash() is salted per process)."""
+    digest = hashlib.blake2b("/".join(map(str, parts)).encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "big") >> 1
+
+
+def random_helpers(rng: random.Random) -> dict[str, Callable[..., Any]]:
+    """pick / randint / uniform for templates, drawing from one seeded generator."""
+
+    def pick(options: Any) -> Any:
+        options = list(options)
+        if not options:
+            raise TemplateError("pick() got nothing to choose from")
+        return options[rng.randrange(len(options))]
+
+    return {"pick": pick, "randint": rng.randint, "uniform": rng.uniform}
+
+
+def faker_helper(faker: Any) -> Callable[..., Any]:
+    """`fake('company')` inside templates: public Faker providers only."""
+
+    def fake(provider: str, **kwargs: Any) -> Any:
+        method = None if provider.startswith("_") else getattr(faker, provider, None)
+        if not callable(method):
+            raise TemplateError(f"unknown Faker provider {provider!r}")
+        return method(**kwargs)
+
+    return fake
