@@ -16,15 +16,14 @@ from collections.abc import Iterator
 from datetime import timedelta
 from typing import Any
 
-from faker import Faker
-
 from toolscale.domains import Domain, Environment
 from toolscale.domains.spec import Intent, TaskTemplate
 from toolscale.domains.tasks import (Action, Description, EvaluationCriteria, Lineage, Rejection,
                                      StructuredUserInstructions, Task, TaskMeta, UserScenario)
 
 from .populate import Rows
-from .templating import TemplateError, derive_seed, evaluate, faker_helper, random_helpers, render_text, render_value
+from .templating import (TemplateError, derive_seed, evaluate, faker_helper, random_helpers, render_text, render_value,
+                         seeded_faker)
 
 BIND_ATTEMPTS = 40
 
@@ -67,7 +66,7 @@ def template_digest(template: TaskTemplate) -> str:
 class _Binder:
     """Draws one consistent set of rows (and derived values) for a template."""
 
-    def __init__(self, domain: Domain, index: RowIndex, rng: random.Random, faker: Faker) -> None:
+    def __init__(self, domain: Domain, index: RowIndex, rng: random.Random, faker: Any) -> None:
         clock = domain.spec.clock
         self.index, self.rng = index, rng
         self.base = {"rows": index, "today": clock.date().isoformat(), "now": clock.isoformat(),
@@ -105,8 +104,7 @@ class _Binder:
 def _candidates(domain: Domain, intent: Intent, rows: Rows, index: RowIndex, seed: int) -> Iterator[dict[str, Any]]:
     template = intent.template
     rng = random.Random(derive_seed(seed, domain.name, intent.name))
-    faker = Faker(["en_GB", "de_DE", "fr_FR", "es_ES", "it_IT", "nl_NL"])
-    faker.seed_instance(derive_seed(seed, domain.name, intent.name, "faker"))
+    faker = seeded_faker(["en_GB", "de_DE", "fr_FR", "es_ES", "it_IT", "nl_NL"], derive_seed(seed, domain.name, intent.name, "faker"))
     binder = _Binder(domain, index, rng, faker)
     seen: set[str] = set()
     for _ in range(template.count):

@@ -17,7 +17,7 @@ from toolscale.domains import ToolError
 from toolscale.domains.records import ID_WIDTH, coerce
 from toolscale.domains.spec import Column, DomainSpec, Generator, Table
 
-from .templating import TemplateError, derive_seed, faker_helper, random_helpers, render_value
+from .templating import TemplateError, derive_seed, faker_helper, random_helpers, render_value, seeded_faker
 
 Rows = dict[str, list[dict[str, Any]]]
 UNIQUE_TRIES = 200
@@ -35,11 +35,9 @@ class _TableFiller:
         self.fakers = {}
         for locale in table.locales:
             try:
-                faker = Faker(locale)
+                self.fakers[locale] = seeded_faker(locale, derive_seed(seed, spec.name, table.name, locale))
             except AttributeError:
                 raise PopulateError(f"{table.name}: unknown Faker locale {locale!r}") from None
-            faker.seed_instance(derive_seed(seed, spec.name, table.name, locale))
-            self.fakers[locale] = faker
         self.taken: dict[str, set[Any]] = {c.name: set() for c in table.columns if c.unique}
 
     def _key(self, n: int) -> Any:

@@ -119,3 +119,18 @@ def faker_helper(faker: Any) -> Callable[..., Any]:
         return method(**kwargs)
 
     return fake
+
+
+def seeded_faker(locales: str | list[str], seed: int) -> Any:
+    """A Faker whose output depends only on `seed`, whatever the process's hash seed."""
+    from faker import Faker
+
+    faker = Faker(locales)
+    faker.seed_instance(seed)
+    for generator in (faker[loc] for loc in faker.locales):
+        for provider in generator.providers:
+            # Faker's it_IT address provider lists its cities out of a set, so their order (and
+            # which city a seed draws) changes with PYTHONHASHSEED unless we sort them.
+            if hasattr(provider, "cap_city_province") and isinstance(getattr(provider, "cities", None), list):
+                provider.cities = sorted(provider.cities)
+    return faker

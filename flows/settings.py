@@ -1,0 +1,48 @@
+"""Prefect settings for a quiet, offline, project-local run; applied before Prefect is imported.
+
+Measured gotchas (see shared/notes/prefect.md): the ephemeral server's 20 s start-up timeout is
+too short on a busy 2-core machine and a killed start leaves a half-migrated database; server
+analytics try to reach the internet. A user's own settings (e.g. PREFECT_API_URL pointing at a
+real server) always win: we only fill in what is unset.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+STATE_DIR = Path(".toolscale")
+
+
+def prefect_home() -> Path:
+    return Path(os.environ.get("PREFECT_HOME", STATE_DIR / "prefect")).resolve()
+
+
+def configure_prefect() -> None:
+    defaults = {
+        "PREFECT_HOME": str(prefect_home()),
+        "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
+        "DO_NOT_TRACK": "1",
+        "PREFECT_LOGGING_LEVEL": "WARNING",
+        "PREFECT_SERVER_LOGGING_LEVEL": "ERROR",
+        "PREFECT_LOGGING_TO_API_ENABLED": "false",
+        "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "120",
+        "PREFECT_RESULTS_PERSIST_BY_DEFAULT": "false",
+    }
+    for key, value in defaults.items():
+        os.environ.setdefault(key, value)
+    Path(os.environ["PREFECT_HOME"]).mkdir(parents=True, exist_ok=True)
+
+
+def reset_ephemeral_database() -> None:
+    """Remove the ephemeral server's database (used once after a failed start-up)."""
+    for name in ("prefect.db", "prefect.db-wal", "prefect.db-shm"):
+        (prefect_home() / name).unlink(missing_ok=True)
+    shutil.rmtree(prefect_home() / "storage", ignore_errors=True)
+
+
+def is_startup_failure(exc: BaseException) -> bool:
+    text = f"{type(exc).__name__}: {exc}"
+    return "ephemeral Prefect API server" in text or "Application startup failed" in text \
+        or "already exists" in text and "sqlite3" in text

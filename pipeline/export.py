@@ -1,0 +1,46 @@
+"""Writing a domain's artifacts into the run directory, atomically.
+
+Each file is written beside its final name and renamed into place, so an interrupted run never
+leaves a half-written file that a later run would trust.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel
+
+from toolscale.domains import Domain, Environment
+
+
+def atomic_write(path: Path, data: str | bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp")
+    with open(tmp, "wb") as fh:
+        fh.write(data.encode("utf-8") if isinstance(data, str) else data)
+    os.replace(tmp, path)
+
+
+def dumps_line(record: BaseModel | dict[str, Any]) -> str:
+    data = record.model_dump(mode="json") if isinstance(record, BaseModel) else record
+    return json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+
+
+def write_jsonl(path: Path, records: Iterable[BaseModel | dict[str, Any]]) -> int:
+    lines = [dumps_line(r) for r in records]
+    atomic_write(path, "".join(line + "\n" for line in lines))
+    return len(lines)
+
+
+def write_domain_files(out: Path, domain: Domain, env: Environment) -> None:
+    """domain.yaml, tools.py, policy.md as loaded; tools.json; db.sqlite with the initial state."""
+    for name, text in domain.sources.items():
+        atomic_write(out / name, text)
+    atomic_write(out / "tools.json", json.dumps(domain.tool_schemas(), indent=2, ensure_ascii=False) + "\n")
+    tmp = out / ".db.sqlite.tmp"
+    env.save(tmp)
+    os.replace(tmp, out / "db.sqlite")

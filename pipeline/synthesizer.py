@@ -1,0 +1,50 @@
+"""Synthesizer backends: one method per stage, so the flow does not care who writes the data.
+
+`OfflineSynthesizer` is deterministic and needs no network: it reads the built-in domain specs,
+fills databases from the column hints and instantiates tasks from the intents' templates.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from toolscale.domains import Domain, Environment, builtin_domain
+from toolscale.domains.tasks import Rejection, Task
+
+from .instantiate import RowIndex, instantiate
+from .populate import Rows, populate
+
+
+class Synthesizer(Protocol):
+    name: str
+
+    def design(self, name: str) -> Domain: ...
+
+    def populate(self, domain: Domain, seed: int) -> Rows: ...
+
+    def tasks(self, domain: Domain, env: Environment, rows: Rows, seed: int) -> tuple[list[Task], list[Rejection]]: ...
+
+
+class OfflineSynthesizer:
+    """The built-in, deterministic backend."""
+
+    name = "offline"
+
+    def __init__(self, scale: float = 1.0) -> None:
+        self.scale = scale
+
+    def design(self, name: str) -> Domain:
+        return builtin_domain(name)
+
+    def populate(self, domain: Domain, seed: int) -> Rows:
+        return populate(domain.spec, seed, self.scale)
+
+    def tasks(self, domain: Domain, env: Environment, rows: Rows, seed: int) -> tuple[list[Task], list[Rejection]]:
+        index = RowIndex(rows)
+        tasks: list[Task] = []
+        rejected: list[Rejection] = []
+        for intent in domain.spec.intents:
+            accepted, failed = instantiate(domain, env, rows, intent, seed, index)
+            tasks.extend(accepted)
+            rejected.extend(failed)
+        return tasks, rejected
