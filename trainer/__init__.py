@@ -1,0 +1,1 @@
+"""GRPO training on accepted toolscale tasks (rollouts in forked environments)."""

@@ -1,0 +1,41 @@
+"""Shared fixtures: the tiny `library` test domain, the built-in bank, and a quiet Prefect home."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+# Before anything imports Prefect: a private, quiet, offline Prefect home for the whole session.
+os.environ.setdefault("PREFECT_HOME", tempfile.mkdtemp(prefix="toolscale-prefect-"))
+os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+os.environ.setdefault("DO_NOT_TRACK", "1")
+os.environ.pop("PREFECT_API_URL", None)
+
+import pytest
+
+from toolscale.domains import Environment, load_domain
+from toolscale.pipeline.populate import populate
+
+FIXTURES = Path(__file__).parent / "fixtures"
+
+
+@pytest.fixture(scope="session")
+def library():
+    return load_domain(FIXTURES / "library")
+
+
+@pytest.fixture(scope="session")
+def library_rows(library):
+    return populate(library.spec, seed=0)
+
+
+@pytest.fixture
+def library_env(library, library_rows):
+    with Environment.from_rows(library, library_rows) as env:
+        yield env
+
+
+@pytest.fixture(scope="session")
+def library_source():
+    return {name: (FIXTURES / "library" / name).read_text() for name in ("domain.yaml", "tools.py", "policy.md")}

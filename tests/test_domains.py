@@ -1,0 +1,79 @@
+"""Every built-in domain: loads, compiles, smoke-runs each tool, and its policy rules are enforced."""
+
+from __future__ import annotations
+
+import pytest
+
+from toolscale.domains import Environment, available_domains, builtin_domain
+from toolscale.pipeline.populate import populate
+
+from domain_checks import example_arguments, raises_tool_error
+
+DOMAINS = available_domains()
+
+
+@pytest.fixture(scope="module", params=DOMAINS)
+def loaded(request):
+    domain = builtin_domain(request.param)
+    rows = populate(domain.spec, seed=0)
+    with Environment.from_rows(domain, rows) as env:
+        yield domain, rows, env
+
+
+def test_schema_has_related_tables(loaded):
+    domain, rows, _ = loaded
+    tables = domain.spec.tables
+    assert len(tables) >= 3
+    assert sum(1 for t in tables for c in t.columns if c.references) >= 2
+    assert sum(len(r) for r in rows.values()) >= 300
+
+
+def test_tools_and_intents_meet_the_catalog_bar(loaded):
+    domain, _, _ = loaded
+    specs = domain.toolkit.specs
+    writes = [s for s in specs.values() if s.kind == "write"]
+    assert len(specs) >= 15
+    assert len(writes) >= (2 if domain.name == "weather" else 5)
+    assert len(domain.spec.intents) >= 10
+    multi_step = [i for i in domain.spec.intents if i.template and len(i.template.actions) >= 3]
+    assert len(multi_step) > len(domain.spec.intents) / 2
+
+
+def test_every_tool_runs_with_its_documented_examples(loaded):
+    domain, _, env = loaded
+    for name in domain.toolkit.specs:
+        with env.fork() as fork:
+            result = fork.call(name, example_arguments(domain, name))
+        assert result.ok or result.error_type == "ToolError", f"{domain.name}.{name}: {result.error_type}: {result.error}"
+
+
+def test_every_rule_is_enforced_by_a_tool_that_raises(loaded):
+    domain, _, _ = loaded
+    raising = raises_tool_error(domain)
+    assert domain.spec.rules, "domain.yaml lists no policy rules"
+    for rule in domain.spec.rules:
+        assert any(raising[t] for t in rule.enforced_by), f"{domain.name} rule {rule.id!r}: no tool raises ToolError"
+    named = {t for rule in domain.spec.rules for t in rule.enforced_by}
+    for name, spec in domain.toolkit.specs.items():
+        if spec.kind == "write":
+            assert name in named, f"{domain.name}.{name} is a write that no policy rule names"
+            assert raising[name], f"{domain.name}.{name} is a write that never raises ToolError"
+
+
+def test_policy_text_covers_the_rules(loaded):
+    domain, _, _ = loaded
+    assert len(domain.policy) > 400
+    assert domain.policy.lstrip().startswith("#")
+
+
+def test_no_two_domains_share_a_table_layout_or_tool_set():
+    layouts, toolsets = {}, {}
+    for name in DOMAINS:
+        domain = builtin_domain(name)
+        layout = frozenset((t.name, frozenset(c.name for c in t.columns)) for t in domain.spec.tables)
+        tools = frozenset(domain.toolkit.specs)
+        assert layout not in layouts, f"{name} and {layouts.get(layout)} share a table layout"
+        assert tools not in toolsets, f"{name} and {toolsets.get(tools)} share a tool set"
+        layouts[layout], toolsets[tools] = name, name
+        shared_tables = {t.name for t in domain.spec.tables} & {"flights", "reservations", "orders", "products"}
+        assert not shared_tables, f"{name} uses τ²-bench retail/airline table names {shared_tables}"

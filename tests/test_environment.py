@@ -1,0 +1,106 @@
+"""Environment.call validates, runs in a savepoint, keeps a canonical hash; forks are independent."""
+
+from __future__ import annotations
+
+import sqlite3
+
+from toolscale.domains import Environment, replay
+
+
+def an_active_member_and_a_book(env):
+    rows = env.dump()
+    member = next(m for m in rows["members"] if m["status"] == "active")
+    book = next(b for b in rows["books"] if b["copies"] > 0)
+    return member, book
+
+
+def test_unknown_tool_and_bad_arguments_are_errors_not_crashes(library_env):
+    assert library_env.call("fly_to_moon", {}).error_type == "UnknownTool"
+    missing = library_env.call("borrow_book", {"member_id": "MEM-000001"})
+    assert missing.error_type == "InvalidArguments" and "book_id" in missing.error
+    extra = library_env.call("find_member", {"email": "a@b.c", "admin": True})
+    assert extra.error_type == "InvalidArguments" and "admin" in extra.error
+    wrong_type = library_env.call("set_copies", {"book_id": "BK-000001", "copies": "many"})
+    assert wrong_type.error_type == "InvalidArguments" and "copies" in wrong_type.error
+    bad_enum = library_env.call("set_copies", {"book_id": "BK-000001", "copies": 1, "reason": "theft"})
+    assert bad_enum.error_type == "InvalidArguments"
+
+
+def test_a_failed_call_leaves_no_trace(library_env):
+    before_hash, before_rows = library_env.state_hash(), library_env.dump()
+    result = library_env.call("set_copies", {"book_id": "BK-000002", "copies": 3, "note": "fail"})
+    assert result.error_type == "ToolError" and result.error == "asked to fail after writing"
+    assert library_env.state_hash() == before_hash
+    assert library_env.dump() == before_rows
+
+
+def test_read_tools_cannot_write(library_env):
+    before = library_env.state_hash()
+    result = library_env.call("sneaky_write", {"book_id": "BK-000001"})
+    assert result.error_type == "PermissionError"
+    assert library_env.state_hash() == before
+
+
+def test_a_write_changes_the_hash_and_matches_a_full_recompute(library_env):
+    member, book = an_active_member_and_a_book(library_env)
+    before = library_env.state_hash()
+    loan = library_env.call("borrow_book", {"member_id": member["member_id"], "book_id": book["book_id"]})
+    assert loan.ok, loan.error
+    assert library_env.state_hash() != before
+    assert library_env.state_hash() == library_env.recomputed_state_hash()
+    assert loan.output["due_on"] == "2026-03-16"
+
+
+def test_new_ids_are_deterministic(library_env):
+    member, book = an_active_member_and_a_book(library_env)
+    expected = f"LN-{len(library_env.dump()['loans']) + 1:06d}"
+    ids = []
+    for _ in range(2):
+        with library_env.fork() as fork:
+            ids.append(fork.call("borrow_book", {"member_id": member["member_id"], "book_id": book["book_id"]}).output["loan_id"])
+    assert ids == [expected, expected]
+
+
+def test_forks_are_independent_copies(library_env):
+    member, book = an_active_member_and_a_book(library_env)
+    original = library_env.state_hash()
+    with library_env.fork() as first, library_env.fork() as second:
+        assert first.state_hash() == second.state_hash() == original
+        assert first.call("borrow_book", {"member_id": member["member_id"], "book_id": book["book_id"]}).ok
+        assert first.state_hash() != original
+        assert second.state_hash() == original == second.recomputed_state_hash()
+    assert library_env.state_hash() == original
+
+
+def test_same_calls_give_the_same_state(library_env):
+    member, book = an_active_member_and_a_book(library_env)
+    calls = [("find_member", {"email": member["email"]}),
+             ("borrow_book", {"member_id": member["member_id"], "book_id": book["book_id"]})]
+    runs = []
+    for _ in range(2):
+        with library_env.fork() as fork:
+            runs.append(([r.output for r in replay(fork, calls)], fork.state_hash()))
+    assert runs[0] == runs[1]
+
+
+def test_replay_stops_at_the_first_error(library_env):
+    results = replay(library_env, [("find_member", {"email": "nobody@x"}), ("search_books", {"title": "a"})])
+    assert len(results) == 1 and results[0].error_type == "ToolError"
+
+
+def test_save_and_reload_round_trip(library_env, library, tmp_path):
+    path = tmp_path / "db.sqlite"
+    library_env.save(path)
+    assert sqlite3.connect(path).execute("select count(*) from books").fetchone()[0] == 20
+    with Environment.from_sqlite(library, path) as again:
+        assert again.state_hash() == library_env.state_hash()
+        assert again.dump() == library_env.dump()
+
+
+def test_any_sqlalchemy_url_works_and_forks_fall_back_to_copies(library, library_rows, tmp_path):
+    url = f"sqlite:///{tmp_path / 'file.db'}"
+    with Environment.from_rows(library, library_rows, url=url) as env, \
+            Environment.from_rows(library, library_rows) as memory:
+        assert env.state_hash() == memory.state_hash()
+        with env.fork() as fork:
+            assert fork.state_hash() == env.state_hash()

@@ -1,0 +1,85 @@
+"""Each gate passes a sound task and fails a broken one with a reason (fail closed)."""
+
+from __future__ import annotations
+
+import pytest
+
+from toolscale.pipeline.synthesizer import OfflineSynthesizer
+from toolscale.quality.gates import DeterminismGate, GateContext, ReplayGate, run_gates
+
+
+@pytest.fixture(scope="module")
+def library_tasks(library, library_rows):
+    from toolscale.domains import Environment
+    env = Environment.from_rows(library, library_rows)
+    tasks, rejected = OfflineSynthesizer().tasks(library, env, library_rows, seed=0)
+    assert tasks and not rejected
+    yield env, tasks
+    env.close()
+
+
+def with_actions(task, **changes):
+    """A copy of the task whose gold action `i` gets `changes[i]` merged into its fields."""
+    actions = [a.model_copy(update=changes.get(f"a{a.action_id}", {})) for a in task.evaluation_criteria.actions]
+    criteria = task.evaluation_criteria.model_copy(update={"actions": actions})
+    return task.model_copy(update={"evaluation_criteria": criteria})
+
+
+def with_meta(task, **changes):
+    return task.model_copy(update={"meta": task.meta.model_copy(update=changes)})
+
+
+def check(gate, env, task):
+    return gate.check(GateContext(env, task))
+
+
+def test_replay_passes_a_sound_task(library_tasks):
+    env, tasks = library_tasks
+    assert check(ReplayGate(), env, tasks[0]).passed
+
+
+@pytest.mark.parametrize("change, reason", [
+    ({"a2": {"arguments": {"member_id": "MEM-999999", "book_id": "BK-000001"}}}, "action 2 (borrow_book) failed: ToolError"),
+    ({"a0": {"name": "find_patron"}}, "action 0 (find_patron) failed: UnknownTool"),
+    ({"a1": {"arguments": {"title": 42}}}, "action 1 (search_books) failed: InvalidArguments"),
+])
+def test_replay_fails_closed_on_a_gold_action_that_errors(library_tasks, change, reason):
+    env, tasks = library_tasks
+    verdict = check(ReplayGate(), env, with_actions(tasks[0], **change))
+    assert not verdict.passed
+    assert verdict.reason.startswith(reason)
+
+
+def test_replay_fails_a_task_without_gold(library_tasks):
+    env, tasks = library_tasks
+    task = tasks[0].model_copy(update={"evaluation_criteria": tasks[0].evaluation_criteria.model_copy(update={"actions": []})})
+    assert check(ReplayGate(), env, task).reason == "the task has no gold actions"
+
+
+def test_determinism_passes_a_sound_task(library_tasks):
+    env, tasks = library_tasks
+    assert check(DeterminismGate(), env, tasks[0]).passed
+
+
+def test_determinism_fails_when_the_recorded_state_is_not_reached(library_tasks):
+    env, tasks = library_tasks
+    verdict = check(DeterminismGate(), env, with_meta(tasks[0], final_state_hash="0" * 32))
+    assert not verdict.passed and "different state than recorded" in verdict.reason
+
+
+def test_determinism_fails_when_recorded_outputs_differ(library_tasks):
+    env, tasks = library_tasks
+    outputs = list(tasks[0].meta.expected_outputs)
+    outputs[2] = {**outputs[2], "due_on": "2030-01-01"}
+    verdict = check(DeterminismGate(), env, with_meta(tasks[0], expected_outputs=outputs))
+    assert not verdict.passed and "outputs differ" in verdict.reason
+
+
+def test_run_gates_keeps_every_rejection_with_gate_and_reason(library_tasks):
+    env, tasks = library_tasks
+    broken = with_actions(tasks[1], a2={"arguments": {"member_id": "MEM-999999", "book_id": "BK-000001"}})
+    accepted, rejected = run_gates([tasks[0], broken], env)
+    assert [t.id for t in accepted] == [tasks[0].id]
+    assert accepted[0].meta.gates["replay"].passed and accepted[0].meta.gates["determinism"].passed
+    assert len(rejected) == 1 and rejected[0].gate == "replay" and "MEM-999999" in rejected[0].reason
+    assert rejected[0].task.meta.gates["replay"].passed is False
