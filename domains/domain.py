@@ -15,7 +15,7 @@ import sqlalchemy as sa
 import yaml
 from pydantic import ValidationError
 
-from .records import build_metadata
+from .sql import build_metadata
 from .sandbox import ToolCompileError
 from .spec import DomainSpec
 from .toolkit import Toolkit, build_toolkit

@@ -1,8 +1,9 @@
-"""The record API tools see (`db`), its SQLAlchemy Core tables, and the fixed clock (`clock`).
+"""The record API tools see (`db`) and the fixed clock (`clock`).
 
 Every write goes through `Records`, so it can keep values typed exactly as the schema says,
 refuse writes from read tools, make new keys deterministic (prefix + next counter), and keep
 an order-independent digest of the whole database up to date: the sum of one hash per row.
+Uniqueness and foreign keys are left to the database; its refusals come back as ToolError.
 """
 
 from __future__ import annotations
@@ -17,30 +18,10 @@ import sqlalchemy as sa
 
 from .sandbox import ToolError
 from .spec import Column, DomainSpec, Table
+from .sql import Statements, bind
 
 DIGEST_MOD = 1 << 128
-_SQL_TYPES = {"string": sa.String, "integer": sa.Integer, "number": sa.Float, "boolean": sa.Boolean,
-              "date": sa.String, "datetime": sa.String}
 ID_WIDTH = 6
-
-
-def build_metadata(spec: DomainSpec) -> sa.MetaData:
-    """SQLAlchemy tables for a spec: keys, uniqueness, NOT NULL, enums as CHECK constraints."""
-    metadata = sa.MetaData()
-    for table in spec.creation_order():
-        columns = []
-        for col in table.columns:
-            args: list[Any] = [col.name, _SQL_TYPES[col.type]()]
-            if col.references:
-                args.append(sa.ForeignKey(col.references))
-            kwargs = {"primary_key": col.primary_key, "nullable": col.nullable and not col.primary_key,
-                      "unique": col.unique and not col.primary_key}
-            columns.append(sa.Column(*args, **kwargs))
-            if col.enum:
-                allowed = ", ".join("'" + v.replace("'", "''") + "'" for v in col.enum)
-                columns.append(sa.CheckConstraint(f"{col.name} IN ({allowed})", name=f"ck_{table.name}_{col.name}"))
-        sa.Table(table.name, metadata, *columns)
-    return metadata
 
 
 def row_hash(table: str, row: dict[str, Any]) -> int:
@@ -117,28 +98,37 @@ class Clock:
 
 
 class Records:
-    """`db` inside tools: get / find / count / insert / update / delete over one connection."""
+    """`db` inside tools: get / find / count / insert / update / delete over one DBAPI connection."""
 
     TOOL_API = frozenset({"get", "find", "count", "insert", "update", "delete"})
 
-    def __init__(self, spec: DomainSpec, metadata: sa.MetaData, conn: sa.Connection, digest: int) -> None:
+    def __init__(self, spec: DomainSpec, statements: Statements, connection: Any, digest: int) -> None:
         self._spec = spec
         self._tables = {t.name: t for t in spec.tables}
-        self._sql = metadata.tables
-        self._conn = conn
+        self._sql = statements
+        self._sa = statements.metadata.tables
+        self._cursor = connection.cursor()
         self.digest = digest
+        self.next_keys: dict[str, int] = {}
         self.read_only = False
-        self._by_key = {name: sa.select(t).where(t.primary_key.columns[0] == sa.bindparam("key"))
-                        for name, t in self._sql.items()}
 
-    def _table(self, name: str) -> tuple[Table, sa.Table]:
-        if name not in self._tables:
+    # reading ----------------------------------------------------------------------------
+    def _table(self, name: str) -> Table:
+        table = self._tables.get(name) if isinstance(name, str) else None
+        if table is None:
             raise ToolError(f"there is no table {name!r}")
-        return self._tables[name], self._sql[name]
+        return table
+
+    def _execute(self, key: tuple[Any, ...], build, params: dict[str, Any]) -> Any:
+        sql, order = self._sql.get(key, build)
+        return self._cursor.execute(sql, bind(order, params))
 
     def _fetch(self, table: str, key: Any) -> dict[str, Any] | None:
-        row = self._conn.execute(self._by_key[table], {"key": key}).mappings().first()
-        return dict(row) if row is not None else None
+        sa_table = self._sa[table]
+        pk = sa_table.primary_key.columns[0]
+        row = self._execute(("get", table), lambda: sa.select(sa_table).where(pk == sa.bindparam("key")),
+                            {"key": key}).fetchone()
+        return self._sql.decode(table, row) if row is not None else None
 
     def get(self, table: str, key: Any) -> dict[str, Any]:
         """The row with this primary key; ToolError if there is none."""
@@ -151,113 +141,137 @@ class Records:
     def find(self, table: str, where: dict[str, Any] | None = None, order_by: str | None = None,
              limit: int | None = None) -> list[dict[str, Any]]:
         """Rows whose columns equal `where`, ordered by `order_by` ('-col' descends) then key."""
-        _, sql = self._table(table)
-        stmt = sa.select(sql)
-        for name, value in (where or {}).items():
-            if name not in sql.c:
-                self._unknown_column(table, name)
-            stmt = stmt.where(sql.c[name] == value)
-        if order_by:
-            name = order_by.lstrip("-")
-            if name not in sql.c:
-                self._unknown_column(table, name)
-            stmt = stmt.order_by(sql.c[name].desc() if order_by.startswith("-") else sql.c[name])
-        stmt = stmt.order_by(sql.primary_key.columns[0])
-        if limit is not None:
-            stmt = stmt.limit(int(limit))
-        return [dict(r) for r in self._conn.execute(stmt).mappings()]
+        self._table(table)
+        sa_table = self._sa[table]
+        where = dict(where or {})
+        order = order_by.lstrip("-") if order_by else None
+        for name in [*where, *([order] if order else [])]:
+            if name not in sa_table.c:
+                raise ToolError(f"table {table!r} has no column {name!r}")
+        columns = tuple(sorted(where))
+        nulls = tuple(c for c in columns if where[c] is None)
+
+        def build() -> sa.Select:
+            stmt = sa.select(sa_table)
+            for c in columns:
+                stmt = stmt.where(sa_table.c[c].is_(None) if c in nulls else sa_table.c[c] == sa.bindparam(f"w_{c}"))
+            if order:
+                stmt = stmt.order_by(sa_table.c[order].desc() if order_by.startswith("-") else sa_table.c[order])
+            return stmt.order_by(sa_table.primary_key.columns[0])
+
+        params = {f"w_{c}": where[c] for c in columns if c not in nulls}
+        cursor = self._execute(("find", table, columns, nulls, order_by), build, params)
+        found = cursor.fetchall() if limit is None else cursor.fetchmany(max(int(limit), 0))
+        return [self._sql.decode(table, r) for r in found]
 
     def count(self, table: str, where: dict[str, Any] | None = None) -> int:
         return len(self.find(table, where))
 
-    @staticmethod
-    def _unknown_column(table: str, name: str) -> None:
-        raise ToolError(f"table {table!r} has no column {name!r}")
-
-    def _writable(self, table: str) -> tuple[Table, sa.Table]:
+    # writing ----------------------------------------------------------------------------
+    def _writable(self, table: str) -> Table:
         if self.read_only:
             raise PermissionError(f"a read tool tried to write to {table!r}")
         return self._table(table)
 
     def _check(self, spec: Table, values: dict[str, Any]) -> dict[str, Any]:
-        names = {c.name for c in spec.columns}
-        unknown = sorted(set(values) - names)
+        if not isinstance(values, dict):
+            raise ToolError(f"values for {spec.name!r} must be a mapping of column to value")
+        unknown = sorted(set(values) - {c.name for c in spec.columns})
         if unknown:
             raise ToolError(f"table {spec.name!r} has no column(s) {', '.join(unknown)}")
         return {c.name: coerce(spec, c, values[c.name]) for c in spec.columns if c.name in values}
 
-    def _references_exist(self, spec: Table, row: dict[str, Any]) -> None:
+    def _write(self, spec: Table, key: tuple[Any, ...], build, params: dict[str, Any], row: dict[str, Any]) -> None:
+        """Run a write; turn the database's integrity refusals into ToolErrors that say why."""
+        try:
+            self._execute(key, build, params)
+        except Exception as exc:
+            if "IntegrityError" not in type(exc).__name__:
+                raise
+            raise ToolError(self._explain(spec, row, str(exc))) from None
+
+    def _explain(self, spec: Table, row: dict[str, Any], message: str) -> str:
+        for col in spec.columns:
+            if (col.unique or col.primary_key) and f"{spec.name}.{col.name}" in message:
+                return f"{spec.name}.{col.name} {row.get(col.name)!r} is already taken"
         for col in spec.columns:
             if col.references and row.get(col.name) is not None:
                 target = col.references.split(".")[0]
                 if self._fetch(target, row[col.name]) is None:
-                    raise ToolError(f"{spec.name}.{col.name}: no {target} record with id {row[col.name]!r}")
-
-    def _unique_free(self, spec: Table, sql: sa.Table, row: dict[str, Any], key: Any = None) -> None:
-        for col in spec.columns:
-            if (col.unique or col.primary_key) and row.get(col.name) is not None:
-                clash = self._conn.execute(sa.select(sql.primary_key.columns[0])
-                                           .where(sql.c[col.name] == row[col.name])).first()
-                if clash is not None and clash[0] != key:
-                    raise ToolError(f"{spec.name}.{col.name} {row[col.name]!r} is already taken")
+                    return f"{spec.name}.{col.name}: no {target} record with id {row[col.name]!r}"
+        return f"{spec.name}: the database refused the change ({message})"
 
     def next_key(self, table: str) -> Any:
-        """The key the next insert into `table` gets: deterministic, from the largest key so far."""
-        spec, sql = self._table(table)
-        pk = sql.primary_key.columns[0]
-        if spec.primary_key.type == "integer":
-            top = self._conn.execute(sa.select(sa.func.max(pk))).scalar()
-            return (top or 0) + 1
-        prefix = spec.id_prefix
-        if not prefix:
-            raise ToolError(f"a new {table} record needs its {spec.primary_key.name}")
-        top = self._conn.execute(sa.select(sa.func.max(pk)).where(pk.like(f"{prefix}%"))).scalar()
-        digits = re.sub(r"\D", "", top[len(prefix):]) if top else ""
-        return f"{prefix}{int(digits or 0) + 1:0{ID_WIDTH}d}"
+        """The key the next insert into `table` gets: deterministic, one past the largest so far."""
+        spec = self._table(table)
+        if table not in self.next_keys:
+            pk = self._sa[table].primary_key.columns[0]
+            if spec.primary_key.type == "integer":
+                top = self._execute(("max", table), lambda: sa.select(sa.func.max(pk)), {}).fetchone()[0]
+                self.next_keys[table] = (top or 0) + 1
+            elif not spec.id_prefix:
+                raise ToolError(f"a new {table} record needs its {spec.primary_key.name}")
+            else:
+                top = self._execute(("max", table), lambda: sa.select(sa.func.max(pk)).where(
+                    pk.like(sa.bindparam("prefix"))), {"prefix": f"{spec.id_prefix}%"}).fetchone()[0]
+                digits = re.sub(r"\D", "", top[len(spec.id_prefix):]) if top else ""
+                self.next_keys[table] = int(digits or 0) + 1
+        n = self.next_keys[table]
+        return n if spec.primary_key.type == "integer" else f"{spec.id_prefix}{n:0{ID_WIDTH}d}"
 
     def insert(self, table: str, values: dict[str, Any]) -> dict[str, Any]:
         """Add a row; its key is made for it when not given. Returns the stored row."""
-        spec, sql = self._writable(table)
+        spec = self._writable(table)
         row = self._check(spec, values)
         pk = spec.primary_key.name
-        if row.get(pk) is None:
+        made_key = row.get(pk) is None
+        if made_key:
             row[pk] = self.next_key(table)
         missing = [c.name for c in spec.columns if c.name not in row and not c.nullable]
         if missing:
             raise ToolError(f"a new {table} record needs {', '.join(missing)}")
         row = {c.name: row.get(c.name) for c in spec.columns}
-        self._unique_free(spec, sql, row)
-        self._references_exist(spec, row)
-        self._conn.execute(sql.insert().values(**row))
+        sa_table = self._sa[table]
+        self._write(spec, ("insert", table), lambda: sa_table.insert(), row, row)
+        if made_key:
+            self.next_keys[table] += 1
         self.digest = (self.digest + row_hash(table, row)) % DIGEST_MOD
         return dict(row)
 
     def update(self, table: str, key: Any, values: dict[str, Any]) -> dict[str, Any]:
         """Change some columns of one row (never its key). Returns the stored row."""
-        spec, sql = self._writable(table)
+        spec = self._writable(table)
         old = self.get(table, key)
         changes = self._check(spec, values)
         if spec.primary_key.name in changes and changes[spec.primary_key.name] != key:
             raise ToolError(f"the id of a {table} record cannot change")
+        changes.pop(spec.primary_key.name, None)
         new = {**old, **changes}
-        self._unique_free(spec, sql, new, key)
-        self._references_exist(spec, new)
-        pk = sql.primary_key.columns[0]
-        self._conn.execute(sql.update().where(pk == key).values(**changes))
-        self.digest = (self.digest - row_hash(table, old) + row_hash(table, new)) % DIGEST_MOD
+        if changes:
+            sa_table = self._sa[table]
+            pk = sa_table.primary_key.columns[0]
+            names = tuple(sorted(changes))
+            build = lambda: sa_table.update().where(pk == sa.bindparam("key")).values(  # noqa: E731
+                {n: sa.bindparam(f"v_{n}") for n in names})
+            params = {"key": key, **{f"v_{n}": changes[n] for n in names}}
+            self._write(spec, ("update", table, names), build, params, new)
+            self.digest = (self.digest - row_hash(table, old) + row_hash(table, new)) % DIGEST_MOD
         return dict(new)
 
     def delete(self, table: str, key: Any) -> dict[str, Any]:
         """Remove one row; refused while other rows point at it. Returns the removed row."""
-        spec, sql = self._writable(table)
+        spec = self._writable(table)
         old = self.get(table, key)
         for other in self._spec.tables:
             for col in other.columns:
-                if col.references == f"{table}.{spec.primary_key.name}":
-                    if self._conn.execute(sa.select(sa.literal(1)).select_from(self._sql[other.name])
-                                          .where(self._sql[other.name].c[col.name] == key)).first():
-                        raise ToolError(f"{table} {key!r} is still referenced by {other.name}")
-        pk = sql.primary_key.columns[0]
-        self._conn.execute(sql.delete().where(pk == key))
+                if col.references == f"{table}.{spec.primary_key.name}" and self.find(other.name, {col.name: key}, limit=1):
+                    raise ToolError(f"{table} {key!r} is still referenced by {other.name}")
+        sa_table = self._sa[table]
+        pk = sa_table.primary_key.columns[0]
+        self._write(spec, ("delete", table), lambda: sa_table.delete().where(pk == sa.bindparam("key")), {"key": key}, old)
         self.digest = (self.digest - row_hash(table, old)) % DIGEST_MOD
         return old
+
+    def dump(self) -> dict[str, list[dict[str, Any]]]:
+        """Every table's rows, ordered by primary key."""
+        return {t.name: self.find(t.name) for t in self._spec.creation_order()}

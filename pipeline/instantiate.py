@@ -13,7 +13,6 @@ import json
 import random
 from collections import defaultdict
 from collections.abc import Iterator
-from datetime import timedelta
 from typing import Any
 
 from toolscale.domains import Domain, Environment
@@ -22,7 +21,7 @@ from toolscale.domains.tasks import (Action, Description, EvaluationCriteria, Li
                                      StructuredUserInstructions, Task, TaskMeta, UserScenario)
 
 from .populate import Rows
-from .templating import (TemplateError, derive_seed, evaluate, faker_helper, random_helpers, render_text, render_value,
+from .templating import (TemplateError, date_helpers, derive_seed, evaluate, faker_helper, random_helpers, render_text, render_value,
                          seeded_faker)
 
 BIND_ATTEMPTS = 40
@@ -67,11 +66,8 @@ class _Binder:
     """Draws one consistent set of rows (and derived values) for a template."""
 
     def __init__(self, domain: Domain, index: RowIndex, rng: random.Random, faker: Any) -> None:
-        clock = domain.spec.clock
         self.index, self.rng = index, rng
-        self.base = {"rows": index, "today": clock.date().isoformat(), "now": clock.isoformat(),
-                     "add_days": lambda day, n: (clock.fromisoformat(day[:10]) + timedelta(days=n)).date().isoformat(),
-                     "fake": faker_helper(faker),
+        self.base = {"rows": index, "fake": faker_helper(faker), **date_helpers(domain.spec.clock),
                      **random_helpers(rng)}
 
     def bind(self, template: TaskTemplate) -> dict[str, Any] | None:

@@ -17,7 +17,8 @@ from toolscale.domains import ToolError
 from toolscale.domains.records import ID_WIDTH, coerce
 from toolscale.domains.spec import Column, DomainSpec, Generator, Table
 
-from .templating import TemplateError, derive_seed, faker_helper, random_helpers, render_value, seeded_faker
+from .templating import (TemplateError, date_helpers, derive_seed, faker_helper, random_helpers, render_value,
+                         seeded_faker)
 
 Rows = dict[str, list[dict[str, Any]]]
 UNIQUE_TRIES = 200
@@ -38,6 +39,7 @@ class _TableFiller:
                 self.fakers[locale] = seeded_faker(locale, derive_seed(seed, spec.name, table.name, locale))
             except AttributeError:
                 raise PopulateError(f"{table.name}: unknown Faker locale {locale!r}") from None
+        self.dates = date_helpers(spec.clock)
         self.taken: dict[str, set[Any]] = {c.name: set() for c in table.columns if c.unique}
 
     def _key(self, n: int) -> Any:
@@ -101,7 +103,7 @@ class _TableFiller:
                 target_row = self.helpers["pick"](target_rows)
             refs[col.name] = target_row
         context = {"refs": refs, "locale": locale, "seq": seq, "seq_in_parent": seq_in_parent,
-                   "fake": faker_helper(faker), "numerify": faker.numerify, **self.helpers}
+                   "fake": faker_helper(faker), "numerify": faker.numerify, **self.dates, **self.helpers}
         for col in self.table.columns:
             if col.primary_key:
                 row[col.name] = self._key(seq + 1)

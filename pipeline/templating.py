@@ -12,6 +12,7 @@ import random
 import re
 import unicodedata
 from collections.abc import Callable
+from datetime import datetime, timedelta
 from functools import lru_cache
 from typing import Any
 
@@ -134,3 +135,12 @@ def seeded_faker(locales: str | list[str], seed: int) -> Any:
             if hasattr(provider, "cap_city_province") and isinstance(getattr(provider, "cities", None), list):
                 provider.cities = sorted(provider.cities)
     return faker
+
+
+def date_helpers(clock: datetime) -> dict[str, Any]:
+    """`today`, `now` and `add_days(day, n)` for templates, from the domain's fixed clock."""
+
+    def add_days(day: str, days: int) -> str:
+        return (datetime.fromisoformat(str(day)[:10]) + timedelta(days=days)).date().isoformat()
+
+    return {"today": clock.date().isoformat(), "now": clock.isoformat(), "add_days": add_days}

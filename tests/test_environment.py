@@ -104,3 +104,28 @@ def test_any_sqlalchemy_url_works_and_forks_fall_back_to_copies(library, library
         assert env.state_hash() == memory.state_hash()
         with env.fork() as fork:
             assert fork.state_hash() == env.state_hash()
+
+
+def test_find_filters_orders_and_limits(library_env):
+    records = library_env._records
+    books = records.find("books", order_by="-copies")
+    assert [b["copies"] for b in books] == sorted((b["copies"] for b in books), reverse=True)
+    assert records.find("books", order_by="-copies", limit=2) == books[:2]
+    active = records.find("members", {"status": "active"})
+    assert active and all(m["status"] == "active" for m in active)
+    assert records.count("members", {"status": "active"}) == len(active)
+
+
+def test_database_refusals_come_back_as_tool_errors(library_env):
+    records = library_env._records
+    taken = library_env.dump()["members"][0]["email"]
+    import pytest
+    from toolscale.domains import ToolError
+    with pytest.raises(ToolError, match=r"members.email .* is already taken"):
+        records.insert("members", {"name": "Twin", "email": taken, "status": "active"})
+    with pytest.raises(ToolError, match=r"loans.book_id: no books record with id 'BK-999999'"):
+        records.insert("loans", {"member_id": "MEM-000001", "book_id": "BK-999999", "due_on": "2026-03-09",
+                                 "returned": False})
+    referenced = library_env.dump()["loans"][0]["member_id"]
+    with pytest.raises(ToolError, match="still referenced by loans"):
+        records.delete("members", referenced)
