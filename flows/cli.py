@@ -91,7 +91,7 @@ def generate(
 
         def on_progress(domain: str, stage: str, info: dict) -> None:
             done = STAGES.index(stage) if stage in STAGES else len(STAGES)
-            label = f"{info['accepted']:,} accepted" if stage == "done" else stage
+            label = {"done": f"{info.get('accepted', 0):,} accepted", "failed": "[red]failed[/red]"}.get(stage, stage)
             bar.update(rows[domain], completed=done, stage=label)
 
         progress.subscribe(on_progress)
@@ -103,6 +103,10 @@ def generate(
             progress.unsubscribe(on_progress)
     console.print(_summary(report))
     console.print(f"wrote {out}/ in {time.perf_counter() - started:.1f}s")
+    for name, reason in report["failed"].items():
+        console.print(f"[red]{name} failed:[/red] {reason.splitlines()[0]}")
+    if report["failed"]:
+        raise typer.Exit(1)
 
 
 @app.command("list-domains")

@@ -100,9 +100,16 @@ def generate(config: RunConfig) -> dict[str, Any]:
     """Build every requested domain and write OUT/report.json."""
     start = time.perf_counter()
     config.out.mkdir(parents=True, exist_ok=True)
-    domains = {name: build_domain(name, config) for name in config.domains}
+    domains: dict[str, dict[str, Any]] = {}
+    failed: dict[str, str] = {}
+    for name in config.domains:
+        try:  # one broken domain must not cost the others their work
+            domains[name] = build_domain(name, config)
+        except Exception as exc:
+            failed[name] = f"{type(exc).__name__}: {exc}"
+            progress.emit(name, "failed", reason=failed[name])
     report = {"backend": config.backend, "seed": config.seed, "scale": config.scale,
-              "totals": totals(domains), "domains": domains,
+              "totals": totals(domains), "domains": domains, "failed": failed,
               "timings_s": {"flow": round(time.perf_counter() - start, 3)}}
     atomic_write(config.out / "report.json", json.dumps(report, indent=2) + "\n")
     return report

@@ -97,7 +97,8 @@ class _Binder:
         return context
 
 
-def _candidates(domain: Domain, intent: Intent, rows: Rows, index: RowIndex, seed: int) -> Iterator[dict[str, Any]]:
+def _candidates(domain: Domain, intent: Intent, rows: Rows, index: RowIndex, seed: int) -> Iterator[dict[str, Any] | str]:
+    """Distinct bound contexts for the template; a string instead says why binding failed."""
     template = intent.template
     rng = random.Random(derive_seed(seed, domain.name, intent.name))
     faker = seeded_faker(["en_GB", "de_DE", "fr_FR", "es_ES", "it_IT", "nl_NL"], derive_seed(seed, domain.name, intent.name, "faker"))
@@ -105,7 +106,11 @@ def _candidates(domain: Domain, intent: Intent, rows: Rows, index: RowIndex, see
     seen: set[str] = set()
     for _ in range(template.count):
         for _attempt in range(BIND_ATTEMPTS):
-            context = binder.bind(template)
+            try:
+                context = binder.bind(template)
+            except TemplateError as exc:
+                yield f"rows could not be bound: {exc}"
+                break
             if context is None:
                 continue
             key = json.dumps({k: context[k] for k in [*template.bind, *template.let]}, sort_keys=True, default=str)
@@ -125,10 +130,13 @@ def instantiate(domain: Domain, env: Environment, rows: Rows, intent: Intent, se
     digest = template_digest(template)
     tasks: list[Task] = []
     rejected: list[Rejection] = []
+    lineage = Lineage(backend="offline", seed=seed, prompt_digest=digest)
     for k, context in enumerate(_candidates(domain, intent, rows, index, seed)):
         task_id = f"{domain.name}.{intent.name}.{k:03d}"
-        task, failure = _build(domain, env, intent, context, task_id, Lineage(backend="offline", seed=seed,
-                                                                             prompt_digest=digest))
+        if isinstance(context, str):
+            task, failure = _unbuilt(domain, intent, task_id, lineage), context
+        else:
+            task, failure = _build(domain, env, intent, context, task_id, lineage)
         if failure is None:
             tasks.append(task)
         else:
@@ -145,6 +153,15 @@ def _render_instructions(domain: Domain, template: TaskTemplate, context: dict[s
         task_instructions=render_text(template.task_instructions, context))
 
 
+def _unbuilt(domain: Domain, intent: Intent, task_id: str, lineage: Lineage) -> Task:
+    """The shell of a candidate that failed before it had a text: kept so the rejection has an id."""
+    return Task(id=task_id, description=Description(purpose=intent.description),
+                user_scenario=UserScenario(instructions=StructuredUserInstructions(
+                    domain=domain.name, reason_for_call="", task_instructions="")),
+                evaluation_criteria=EvaluationCriteria(),
+                meta=TaskMeta(intent=intent.name, kind=intent.kind, difficulty="easy", lineage=lineage))
+
+
 def _build(domain: Domain, env: Environment, intent: Intent, context: dict[str, Any], task_id: str,
            lineage: Lineage) -> tuple[Task, str | None]:
     """One candidate task, and why it failed (None when its gold replayed cleanly)."""
@@ -154,14 +171,12 @@ def _build(domain: Domain, env: Environment, intent: Intent, context: dict[str, 
         instructions = _render_instructions(domain, template, context)
         nl_assertions = [render_text(n, context) for n in template.nl_assertions]
     except TemplateError as exc:
-        failure = f"instructions could not be rendered: {exc}"
-        instructions = StructuredUserInstructions(domain=domain.name, reason_for_call="", task_instructions="")
-        nl_assertions = []
+        return _unbuilt(domain, intent, task_id, lineage), f"instructions could not be rendered: {exc}"
     actions: list[Action] = []
     outputs: list[Any] = []
     final_hash = None
     with env.fork() as fork:
-        for i, step in enumerate(template.actions if failure is None else []):
+        for i, step in enumerate(template.actions):
             try:
                 arguments = render_value(step.arguments, {**context, "out": outputs})
             except TemplateError as exc:

@@ -129,3 +129,26 @@ def test_database_refusals_come_back_as_tool_errors(library_env):
     referenced = library_env.dump()["loans"][0]["member_id"]
     with pytest.raises(ToolError, match="still referenced by loans"):
         records.delete("members", referenced)
+
+
+def test_a_closed_fork_leaves_nothing_behind_for_the_next(library_env, tmp_path):
+    member, book = an_active_member_and_a_book(library_env)
+    original = library_env.state_hash()
+    for _ in range(3):
+        with library_env.fork() as fork:
+            assert fork.state_hash() == fork.recomputed_state_hash() == original
+            assert fork.call("borrow_book", {"member_id": member["member_id"], "book_id": book["book_id"]}).ok
+            with fork.fork() as grandchild:
+                assert grandchild.state_hash() == fork.state_hash() == grandchild.recomputed_state_hash()
+            fork.save(tmp_path / "fork.sqlite")
+    with library_env.fork() as fresh:
+        assert fresh.dump() == library_env.dump()
+
+
+def test_forks_see_writes_made_to_their_parent(library_env):
+    member, book = an_active_member_and_a_book(library_env)
+    with library_env.fork() as before:
+        pass
+    assert library_env.call("borrow_book", {"member_id": member["member_id"], "book_id": book["book_id"]}).ok
+    with library_env.fork() as after:
+        assert after.state_hash() == library_env.state_hash() == after.recomputed_state_hash()

@@ -104,3 +104,15 @@ def test_same_seed_same_tasks_other_seed_other_tasks():
 
     assert run(4) == run(4)
     assert run(4) != run(5)
+
+
+def test_a_binding_that_errors_becomes_a_recorded_rejection(bank_run):
+    domain, env, _, _ = bank_run
+    data = domain.spec.intents[0].model_dump()
+    data["template"]["let"] = {"pick_from_nothing": "pick([])"}
+    empty = Intent.model_validate(data)
+    rows = {t: [dict(r) for r in rs] for t, rs in env.dump().items()}
+    from toolscale.pipeline.instantiate import instantiate
+    tasks, rejected = instantiate(domain, env, rows, empty, seed=0)
+    assert not tasks and len(rejected) == empty.template.count
+    assert "pick() got nothing to choose from" in rejected[0].reason
