@@ -103,7 +103,8 @@ def load_domain_text(spec_text: str, tools_text: str, policy_text: str, origin: 
 
 def _check_rules(spec: DomainSpec, toolkit: Toolkit, filename: str) -> None:
     for rule in spec.rules:
-        unknown = [t for t in rule.enforced_by if t not in toolkit.specs]
+        named = rule.enforced_by + ([*rule.check.first, *rule.check.then] if rule.check else [])
+        unknown = [t for t in named if t not in toolkit.specs]
         if unknown:
             raise DomainError(f"{filename}: rule {rule.id!r} names unknown tool(s) {', '.join(unknown)}")
     for intent in spec.intents:

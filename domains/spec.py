@@ -153,12 +153,38 @@ class Intent(_Strict):
     template: TaskTemplate | None = None
 
 
+class StepCheck(_Strict):
+    """A rule about the order or number of gold steps that no single tool can enforce.
+
+    `before`: every call to a `then` tool comes after a call to one of the `first` tools.
+    `at_most`: the `then` tools are called at most `times` times in all.
+    """
+
+    kind: Literal["before", "at_most"]
+    first: list[str] = Field(default_factory=list)
+    then: list[str] = Field(min_length=1)
+    times: int = Field(1, ge=0)
+
+    @model_validator(mode="after")
+    def _complete(self) -> StepCheck:
+        if self.kind == "before" and not self.first:
+            raise ValueError("a 'before' check needs the `first` tools")
+        return self
+
+
 class PolicyRule(_Strict):
-    """A rule of policy.md and the tools that enforce it (checked by tests)."""
+    """A rule of policy.md: the tools that enforce it, or a step check the policy gate runs."""
 
     id: str
     rule: str
-    enforced_by: list[str] = Field(min_length=1)
+    enforced_by: list[str] = Field(default_factory=list)
+    check: StepCheck | None = None
+
+    @model_validator(mode="after")
+    def _enforced(self) -> PolicyRule:
+        if not self.enforced_by and self.check is None:
+            raise ValueError(f"rule {self.id!r} needs enforced_by tools or a check")
+        return self
 
 
 class DomainSpec(_Strict):

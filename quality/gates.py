@@ -14,6 +14,8 @@ from typing import Any, Protocol
 from toolscale.domains import Environment, Task, ToolResult, replay
 from toolscale.domains.tasks import GateVerdict, Rejection
 
+from .values import normalize_text
+
 
 @dataclass(frozen=True)
 class Replay:
@@ -42,18 +44,25 @@ def replay_task(env: Environment, task: Task) -> Replay:
 
 
 class GateContext:
-    """What gates share for one task: the environment and the first gold replay (made once)."""
+    """What gates share for one task: the environment, its text, and the gold replay (made once)."""
 
     def __init__(self, env: Environment, task: Task) -> None:
         self.env = env
         self.task = task
         self._first: Replay | None = None
+        instructions = task.user_scenario.instructions
+        self.text = normalize_text(" ".join(filter(None, [instructions.reason_for_call, instructions.known_info,
+                                                          instructions.task_instructions])))
 
     @property
     def first_replay(self) -> Replay:
         if self._first is None:
             self._first = replay_task(self.env, self.task)
         return self._first
+
+    @property
+    def initial_hash(self) -> str:
+        return self.env.state_hash()
 
 
 class Gate(Protocol):
@@ -62,11 +71,11 @@ class Gate(Protocol):
     def check(self, ctx: GateContext) -> GateVerdict: ...
 
 
-def _pass() -> GateVerdict:
+def passed() -> GateVerdict:
     return GateVerdict(passed=True)
 
 
-def _fail(reason: str) -> GateVerdict:
+def failed(reason: str) -> GateVerdict:
     return GateVerdict(passed=False, reason=reason)
 
 
@@ -77,53 +86,77 @@ class ReplayGate:
 
     def check(self, ctx: GateContext) -> GateVerdict:
         if not ctx.task.evaluation_criteria.actions:
-            return _fail("the task has no gold actions")
+            return failed("the task has no gold actions")
         error = ctx.first_replay.first_error(ctx.task)
-        return _fail(error) if error else _pass()
+        return failed(error) if error else passed()
 
 
 class DeterminismGate:
-    """Two replays on fresh forks give the same outputs and state, and match what was recorded."""
+    """Two replays on fresh forks (synthesis's and the gate's) give the same outputs and state."""
 
     name = "determinism"
 
     def check(self, ctx: GateContext) -> GateVerdict:
-        first = ctx.first_replay
-        second = replay_task(ctx.env, ctx.task)
-        if first.outputs != second.outputs:
-            step = next(i for i, (a, b) in enumerate(zip(first.outputs, second.outputs)) if a != b)
-            return _fail(f"action {step} returned different outputs on two replays")
-        if first.state_hash != second.state_hash:
-            return _fail("two replays ended in different states")
-        meta = ctx.task.meta
-        if meta.expected_outputs and meta.expected_outputs != first.outputs:
-            return _fail("replay outputs differ from the outputs recorded at synthesis")
-        if meta.final_state_hash and meta.final_state_hash != first.state_hash:
-            return _fail("replay ends in a different state than recorded at synthesis")
-        return _pass()
+        replayed, meta = ctx.first_replay, ctx.task.meta
+        if meta.final_state_hash is None:
+            return failed("no state was recorded at synthesis")
+        if meta.expected_outputs != replayed.outputs:
+            step = next((i for i, (a, b) in enumerate(zip(meta.expected_outputs, replayed.outputs)) if a != b),
+                        min(len(meta.expected_outputs), len(replayed.outputs)))
+            return failed(f"action {step} returned different outputs on two replays")
+        if meta.final_state_hash != replayed.state_hash:
+            return failed("two replays ended in different states")
+        return passed()
 
 
-DEFAULT_GATES: tuple[Gate, ...] = (ReplayGate(), DeterminismGate())
+class BatchGate(Protocol):
+    """A gate that needs the whole set (e.g. duplicates): returns (kept, rejected)."""
+
+    name: str
+
+    def check_all(self, tasks: list[Task]) -> tuple[list[Task], list[tuple[Task, GateVerdict]]]: ...
 
 
-def run_gates(tasks: Iterable[Task], env: Environment,
-              gates: Sequence[Gate] = DEFAULT_GATES) -> tuple[list[Task], list[Rejection]]:
-    """Send each task through the gates in order; stop at the first that fails."""
+def default_gates() -> tuple[list[Gate], list[BatchGate]]:
+    """The gate sequence, cheapest and most basic first."""
+    from .duplicates import DuplicateGate
+    from .effects import EffectGate, NecessityGate
+    from .policy import PolicyGate
+    from .text_gates import AmbiguityGate, LeakageGate, RealizabilityGate
+
+    return ([ReplayGate(), DeterminismGate(), EffectGate(), RealizabilityGate(), AmbiguityGate(), LeakageGate(),
+             PolicyGate(), NecessityGate()], [DuplicateGate()])
+
+
+def _with_verdicts(task: Task, verdicts: dict[str, GateVerdict]) -> Task:
+    return task.model_copy(update={"meta": task.meta.model_copy(update={"gates": verdicts})})
+
+
+def run_gates(tasks: Iterable[Task], env: Environment, gates: Sequence[Gate] | None = None,
+              batch_gates: Sequence[BatchGate] | None = None) -> tuple[list[Task], list[Rejection]]:
+    """Send each task through the gates in order, stopping at the first that fails; then the batch gates."""
+    if gates is None and batch_gates is None:
+        gates, batch_gates = default_gates()
     accepted: list[Task] = []
     rejected: list[Rejection] = []
     for task in tasks:
         ctx = GateContext(env, task)
         verdicts: dict[str, GateVerdict] = {}
-        failed = None
-        for gate in gates:
+        failing = None
+        for gate in gates or ():
             verdict = gate.check(ctx)
             verdicts[gate.name] = verdict
             if not verdict.passed:
-                failed = gate.name
+                failing = gate.name
                 break
-        checked = task.model_copy(update={"meta": task.meta.model_copy(update={"gates": verdicts})})
-        if failed is None:
+        checked = _with_verdicts(task, verdicts)
+        if failing is None:
             accepted.append(checked)
         else:
-            rejected.append(Rejection(task=checked, gate=failed, reason=verdicts[failed].reason))
+            rejected.append(Rejection(task=checked, gate=failing, reason=verdicts[failing].reason))
+    for gate in batch_gates or ():
+        kept, dropped = gate.check_all(accepted)
+        accepted = [_with_verdicts(t, {**t.meta.gates, gate.name: GateVerdict(passed=True)}) for t in kept]
+        rejected += [Rejection(task=_with_verdicts(t, {**t.meta.gates, gate.name: v}), gate=gate.name, reason=v.reason)
+                     for t, v in dropped]
     return accepted, rejected

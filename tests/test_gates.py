@@ -64,7 +64,7 @@ def test_determinism_passes_a_sound_task(library_tasks):
 def test_determinism_fails_when_the_recorded_state_is_not_reached(library_tasks):
     env, tasks = library_tasks
     verdict = check(DeterminismGate(), env, with_meta(tasks[0], final_state_hash="0" * 32))
-    assert not verdict.passed and "different state than recorded" in verdict.reason
+    assert not verdict.passed and verdict.reason == "two replays ended in different states"
 
 
 def test_determinism_fails_when_recorded_outputs_differ(library_tasks):
@@ -72,13 +72,13 @@ def test_determinism_fails_when_recorded_outputs_differ(library_tasks):
     outputs = list(tasks[0].meta.expected_outputs)
     outputs[2] = {**outputs[2], "due_on": "2030-01-01"}
     verdict = check(DeterminismGate(), env, with_meta(tasks[0], expected_outputs=outputs))
-    assert not verdict.passed and "outputs differ" in verdict.reason
+    assert not verdict.passed and verdict.reason == "action 2 returned different outputs on two replays"
 
 
 def test_run_gates_keeps_every_rejection_with_gate_and_reason(library_tasks):
     env, tasks = library_tasks
     broken = with_actions(tasks[1], a2={"arguments": {"member_id": "MEM-999999", "book_id": "BK-000001"}})
-    accepted, rejected = run_gates([tasks[0], broken], env)
+    accepted, rejected = run_gates([tasks[0], broken], env, [ReplayGate(), DeterminismGate()], [])
     assert [t.id for t in accepted] == [tasks[0].id]
     assert accepted[0].meta.gates["replay"].passed and accepted[0].meta.gates["determinism"].passed
     assert len(rejected) == 1 and rejected[0].gate == "replay" and "MEM-999999" in rejected[0].reason

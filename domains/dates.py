@@ -1,0 +1,49 @@
+"""Dates said the way people say them ("yesterday", "next Friday", "in 5 days"), and back.
+
+The hardening step writes such phrases into a user's instructions; the realizability gate reads
+them back against the domain's clock. One vocabulary, kept here, serves both.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import date, timedelta
+
+WEEKDAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
+_FIXED = {"the day before yesterday": -2, "yesterday": -1, "today": 0, "tomorrow": 1, "the day after tomorrow": 2}
+
+
+def describe(day: date, today: date) -> str | None:
+    """A relative phrase for `day` seen from `today`, or None when it is too far to say so."""
+    delta = (day - today).days
+    for phrase, offset in _FIXED.items():
+        if delta == offset:
+            return phrase
+    if 3 <= delta <= 6:
+        return f"this coming {WEEKDAYS[day.weekday()]}"
+    if -6 <= delta <= -3:
+        return f"last {WEEKDAYS[day.weekday()]}"
+    if 7 <= delta <= 13:
+        return f"in {delta} days"
+    if -13 <= delta <= -7:
+        return f"{-delta} days ago"
+    return None
+
+
+def resolve(text: str, today: date) -> set[str]:
+    """Every ISO date that a relative phrase in `text` stands for."""
+    lowered = text.lower()
+    found: set[str] = set()
+    for phrase, offset in _FIXED.items():
+        if re.search(rf"\b{phrase}\b", lowered):
+            found.add((today + timedelta(days=offset)).isoformat())
+    for n in re.findall(r"\bin (\d{1,2}) days\b", lowered):
+        found.add((today + timedelta(days=int(n))).isoformat())
+    for n in re.findall(r"\b(\d{1,2}) days ago\b", lowered):
+        found.add((today - timedelta(days=int(n))).isoformat())
+    for i, weekday in enumerate(WEEKDAYS):
+        if f"this coming {weekday.lower()}" in lowered:
+            found.add((today + timedelta(days=(i - today.weekday() - 1) % 7 + 1)).isoformat())
+        if f"last {weekday.lower()}" in lowered:
+            found.add((today - timedelta(days=(today.weekday() - i - 1) % 7 + 1)).isoformat())
+    return found

@@ -1,0 +1,152 @@
+"""Gates on what the user says: every gold argument is knowable, the right row is identifiable,
+and what the agent must find out is not given away.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from toolscale.domains.dates import resolve
+from toolscale.domains.tasks import GateVerdict
+
+from .gates import GateContext, failed, passed
+from .values import appears_in, found_in_outputs, same_value, walk
+
+
+def _leaves(value: Any) -> list[Any]:
+    return [leaf for _, leaf in walk(value) if leaf is not None and not isinstance(leaf, bool)]
+
+
+def _allowed_literals(ctx: GateContext, tool: str, argument: str) -> list[Any]:
+    """Values an agent needs no information for: the schema's enum options and the default."""
+    spec = ctx.env.domain.toolkit.specs[tool]
+    schema = spec.parameters["properties"].get(argument, {})
+    options = schema.get("enum") or next((s.get("enum") for s in schema.get("anyOf", []) if "enum" in s), None)
+    field = spec.args_model.model_fields.get(argument)
+    default = [] if field is None or field.is_required() else [field.default]
+    return list(options or []) + default
+
+
+class RealizabilityGate:
+    """Each gold argument is in the user's instructions, in an earlier gold output, or a schema literal.
+
+    This is what rejects ids no agent could know (τ²-bench #370): the gold was written with the
+    database open, but the agent only sees the user and the tools.
+    """
+
+    name = "realizability"
+
+    def check(self, ctx: GateContext) -> GateVerdict:
+        outputs = ctx.first_replay.outputs
+        dates = resolve(ctx.text, ctx.env.domain.spec.clock.date())
+        for i, action in enumerate(ctx.task.evaluation_criteria.actions):
+            for argument, value in action.arguments.items():
+                literals = _allowed_literals(ctx, action.name, argument)
+                for leaf in _leaves(value):
+                    if (appears_in(leaf, ctx.text) or found_in_outputs(leaf, outputs[:i]) or leaf in literals
+                            or leaf in dates):
+                        continue
+                    return failed(f"action {i} ({action.name}): {argument}={leaf!r} is neither told by the user "
+                                  "nor returned by an earlier action")
+        return passed()
+
+
+def _element_lists(output: Any) -> list[list[dict[str, Any]]]:
+    """The lists of records in an output: the output itself, or lists one level inside a record."""
+    candidates = [output] if isinstance(output, list) else list(output.values()) if isinstance(output, dict) else []
+    return [c for c in candidates if isinstance(c, list) and len(c) > 1 and all(isinstance(e, dict) for e in c)]
+
+
+def _phrases(value: str) -> list[str]:
+    """Sub-phrases of a text value a user might say: 2-4 word runs, and distinctive single words."""
+    words = value.split()
+    runs = [" ".join(words[i:i + n]) for n in (4, 3, 2) for i in range(len(words) - n + 1)]
+    return runs + [w for w in words if len(w) >= 4 and w.isalpha()]
+
+
+def _mentioned(chosen: dict[str, Any], records: list[dict[str, Any]], text: str) -> list[str]:
+    """Fields of `chosen` the user's text refers to: the whole value, or a phrase only it contains."""
+    fields = []
+    for field, value in chosen.items():
+        if isinstance(value, bool) or not isinstance(value, (str, int, float)) or len(str(value)) < 2:
+            continue
+        if appears_in(value, text):
+            fields.append(field)
+        elif isinstance(value, str):
+            others = [str(r.get(field, "")).lower() for r in records if r is not chosen]
+            if any(appears_in(p, text) and not any(p.lower() in o for o in others) for p in _phrases(value)):
+                fields.append(field)
+    return fields
+
+
+SUPERLATIVES = ("cheapest", "lowest", "highest", "largest", "smallest", "biggest", "earliest", "latest", "first",
+                "last", "next", "soonest", "most", "least", "best", "worst", "warmest", "coldest", "wettest",
+                "driest", "hottest", "newest", "oldest", "longest", "shortest", "closest", "nearest")
+
+
+def _extreme(chosen: dict[str, Any], records: list[dict[str, Any]]) -> bool:
+    """Is `chosen` the only record holding the minimum or maximum of some field?"""
+    for field, value in chosen.items():
+        if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+            continue
+        values = [r.get(field) for r in records]
+        if any(type(v) is not type(value) for v in values):
+            continue
+        if value in (min(values), max(values)) and values.count(value) == 1:
+            return True
+    return False
+
+
+class AmbiguityGate:
+    """When the gold picks one record out of a listed few, the user's words single it out.
+
+    Goals that admit several end states (τ²-bench #463) fail here: an argument taken from a
+    list must belong to the only record that matches every detail the user gives about it.
+    """
+
+    name = "ambiguity"
+
+    def check(self, ctx: GateContext) -> GateVerdict:
+        outputs = ctx.first_replay.outputs
+        for i, action in enumerate(ctx.task.evaluation_criteria.actions):
+            for argument, value in action.arguments.items():
+                for leaf in _leaves(value):
+                    if appears_in(leaf, ctx.text):
+                        continue
+                    problem = self._unidentifiable(leaf, outputs[:i], ctx.text)
+                    if problem:
+                        return failed(f"action {i} ({action.name}): {argument}={leaf!r} {problem}")
+        return passed()
+
+    @staticmethod
+    def _unidentifiable(value: Any, earlier: list[Any], text: str) -> str | None:
+        for output in earlier:
+            if isinstance(output, dict) and any(same_value(value, v) for v in output.values()):
+                return None  # a single record names it
+            for records in _element_lists(output):
+                holders = [r for r in records if any(same_value(value, v) for v in r.values())]
+                if not holders or len(holders) == len(records):
+                    continue  # not from this list, or shared by every record (e.g. the owner's id)
+                chosen = holders[0]
+                fields = _mentioned(chosen, records, text)
+                matching = [r for r in records if fields and all(same_value(r.get(f), chosen[f]) for f in fields)]
+                if len(matching) == 1:
+                    return None
+                if any(re.search(rf"\b{word}\b", text) for word in SUPERLATIVES) and _extreme(chosen, matching or records):
+                    return None  # "the cheapest", "the next one": the user picks it by an order
+                return (f"is picked from {len(records)} listed records, but the user's details match "
+                        f"{len(matching) or len(records)} of them")
+        return None
+
+
+class LeakageGate:
+    """What the agent must find out and report (communicate_info) is not already in the instructions."""
+
+    name = "leakage"
+
+    def check(self, ctx: GateContext) -> GateVerdict:
+        for info in ctx.task.evaluation_criteria.communicate_info:
+            if appears_in(info, ctx.text):
+                return failed(f"communicate_info {info!r} already appears in the user's instructions")
+        return passed()

@@ -1,0 +1,115 @@
+"""How values are found in text and in tool outputs: the shared vocabulary of the text gates.
+
+A value "appears" in text when one of its usual spellings occurs as a whole token (case-insensitive;
+commas in numbers ignored, as τ²-bench ignores them when it checks communicated values). Numbers
+are spelled as written and with two decimals; whole floats also as integers.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from functools import lru_cache
+from typing import Any
+
+Path = tuple[Any, ...]
+
+
+def spellings(value: Any) -> set[str]:
+    """The ways a value is usually written."""
+    if isinstance(value, bool) or value is None:
+        return set()
+    if isinstance(value, (int, float)):
+        forms = {str(value), f"{value:.2f}"}
+        if float(value).is_integer():
+            forms.add(str(int(value)))
+        return forms
+    return {str(value)}
+
+
+def normalize_text(text: str) -> str:
+    return re.sub(r"(?<=\d),(?=\d{3})", "", text).lower()
+
+
+@lru_cache(maxsize=65536)
+def _token_pattern(spelling: str) -> re.Pattern[str]:
+    return re.compile(r"(?<![\w.@-])" + re.escape(spelling.lower()) + r"(?![\w@]|\.\d)")
+
+
+def appears_in(value: Any, text: str) -> bool:
+    """Does any spelling of `value` occur in `text` as a whole token? (`text` already normalized)."""
+    return any(_token_pattern(s).search(text) for s in spellings(value) if s)
+
+
+def walk(output: Any, path: Path = ()) -> Iterator[tuple[Path, Any]]:
+    """Every (path, leaf value) in a JSON-like output."""
+    if isinstance(output, dict):
+        for key, value in output.items():
+            yield from walk(value, (*path, key))
+    elif isinstance(output, list):
+        for i, value in enumerate(output):
+            yield from walk(value, (*path, i))
+    else:
+        yield path, output
+
+
+def same_value(a: Any, b: Any) -> bool:
+    if isinstance(a, bool) or isinstance(b, bool):
+        return a is b
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)):
+        return float(a) == float(b)
+    if isinstance(a, str) and isinstance(b, str):
+        return a.strip().lower() == b.strip().lower()
+    return a == b
+
+
+def found_in_outputs(value: Any, outputs: list[Any]) -> bool:
+    return any(same_value(value, leaf) for output in outputs for _, leaf in walk(output))
+
+
+def locate_spelling(spelling: str, outputs: list[Any]) -> tuple[int, Path, str] | None:
+    """Where a communicated string comes from: (action index, path, format), first match wins."""
+    for i, output in enumerate(outputs):
+        for path, leaf in walk(output):
+            if isinstance(leaf, bool) or leaf is None:
+                continue
+            if isinstance(leaf, (int, float)) and spelling == f"{leaf:.2f}":
+                return i, path, "money"
+            if str(leaf) == spelling:
+                return i, path, "str"
+    return None
+
+
+def read_path(output: Any, path: Path) -> Any:
+    for key in path:
+        output = output[key]
+    return output
+
+
+def spell(value: Any, fmt: str) -> str:
+    return f"{value:.2f}" if fmt == "money" else str(value)
+
+
+def derivable(info: str, outputs: list[Any]) -> bool:
+    """Can a communicated string be read off the outputs? As a value, part of a value, a list's
+    length, or a list of such parts ("A; B", "9-4")."""
+    if locate_spelling(info, outputs) is not None:
+        return True
+    lowered = info.strip().lower()
+    for output in outputs:
+        for _, leaf in walk(output):
+            if isinstance(leaf, str) and len(lowered) >= 3 and lowered in leaf.lower():
+                return True
+    if lowered.isdigit() and any(isinstance(node, list) and len(node) == int(lowered)
+                                 for output in outputs for node in _containers(output)):
+        return True
+    parts = [p for p in re.split(r"\s*[;,]\s*|(?<=\d)-(?=\d)", info) if p]
+    return len(parts) > 1 and all(derivable(p, outputs) for p in parts)
+
+
+def _containers(output: Any) -> Iterator[Any]:
+    yield output
+    children = output.values() if isinstance(output, dict) else output if isinstance(output, list) else []
+    for child in children:
+        if isinstance(child, (dict, list)):
+            yield from _containers(child)

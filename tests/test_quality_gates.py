@@ -1,0 +1,165 @@
+"""Each content gate fails a task with the defect it exists for, and passes a sound one.
+
+The failing fixtures reproduce the defect classes documented in public benchmarks: gold that
+fails silently (τ²-bench #499, see test_gates.py), ids no agent could know (#370), goals with
+several end states (#463) and gold that misses its effect (#316).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from toolscale.domains import Environment
+from toolscale.domains.tasks import Action
+from toolscale.pipeline.synthesizer import OfflineSynthesizer
+from toolscale.quality.duplicates import DuplicateGate
+from toolscale.quality.effects import EffectGate, NecessityGate
+from toolscale.quality.gates import GateContext, default_gates, run_gates
+from toolscale.quality.policy import PolicyGate
+from toolscale.quality.text_gates import AmbiguityGate, LeakageGate, RealizabilityGate
+
+
+@pytest.fixture(scope="module")
+def setup(library, library_rows):
+    env = Environment.from_rows(library, library_rows)
+    tasks, _ = OfflineSynthesizer().tasks(library, env, library_rows, seed=0)
+    yield env, tasks
+    env.close()
+
+
+def rebuilt(env, task, actions=None, text=None, communicate=None, kind=None):
+    """A task with new gold / text / communicate_info, its recorded outputs and hash replayed afresh."""
+    from toolscale.domains import replay
+    actions = actions if actions is not None else task.evaluation_criteria.actions
+    actions = [Action(action_id=str(i), name=a.name, arguments=a.arguments) for i, a in enumerate(actions)]
+    with env.fork() as fork:
+        results = replay(fork, [(a.name, a.arguments) for a in actions])
+        outputs, state = [r.output for r in results], fork.state_hash()
+    criteria = task.evaluation_criteria.model_copy(update={
+        "actions": actions, "communicate_info": communicate if communicate is not None else task.evaluation_criteria.communicate_info})
+    instructions = task.user_scenario.instructions
+    if text is not None:
+        instructions = instructions.model_copy(update=text)
+    scenario = task.user_scenario.model_copy(update={"instructions": instructions})
+    meta = task.meta.model_copy(update={"expected_outputs": outputs, "final_state_hash": state,
+                                        "kind": kind or task.meta.kind})
+    return task.model_copy(update={"evaluation_criteria": criteria, "user_scenario": scenario, "meta": meta})
+
+
+def verdict(gate, env, task):
+    return gate.check(GateContext(env, task))
+
+
+def test_sound_tasks_pass_every_gate(setup):
+    env, tasks = setup
+    accepted, rejected = run_gates(tasks, env)
+    assert len(accepted) == len(tasks), [r.reason for r in rejected]
+    assert set(accepted[0].meta.gates) == {g.name for g in default_gates()[0]} | {"duplicates"}
+
+
+def test_effect_fails_a_write_task_whose_gold_misses_the_write(setup):
+    env, tasks = setup
+    reads_only = rebuilt(env, tasks[0], actions=tasks[0].evaluation_criteria.actions[:2], communicate=[])
+    assert verdict(EffectGate(), env, tasks[0]).passed
+    assert verdict(EffectGate(), env, reads_only).reason == "a write task whose gold leaves the database unchanged"
+
+
+def test_effect_fails_communicate_info_no_tool_returned(setup):
+    env, tasks = setup
+    invented = rebuilt(env, tasks[0], communicate=["2031-01-01"])
+    assert "comes from no tool output" in verdict(EffectGate(), env, invented).reason
+
+
+def test_necessity_fails_a_redundant_write(setup):
+    env, tasks = setup
+    task = tasks[0]
+    book = task.evaluation_criteria.actions[2].arguments["book_id"]
+    copies = next(b for b in env.dump()["books"] if b["book_id"] == book)["copies"]
+    padded = rebuilt(env, task, actions=[*task.evaluation_criteria.actions,
+                                         Action(action_id="3", name="set_copies", arguments={"book_id": book, "copies": copies - 1})])
+    assert verdict(NecessityGate(), env, task).passed
+    assert verdict(NecessityGate(), env, padded).reason == "action 3 (set_copies) can be dropped without changing the final state"
+
+
+def test_realizability_fails_an_id_no_agent_could_know(setup):
+    env, tasks = setup
+    task = tasks[0]
+    guessed = rebuilt(env, task, actions=task.evaluation_criteria.actions[1:])  # no lookup: member id from nowhere
+    assert verdict(RealizabilityGate(), env, task).passed
+    reason = verdict(RealizabilityGate(), env, guessed).reason
+    assert reason.startswith("action 1 (borrow_book): member_id=") and "neither told by the user" in reason
+
+
+def test_realizability_accepts_relative_dates_and_schema_literals(setup):
+    env, tasks = setup
+    task = tasks[0]
+    book = task.evaluation_criteria.actions[2].arguments["book_id"]
+    stocktake = rebuilt(env, task, actions=[*task.evaluation_criteria.actions,
+                                            Action(action_id="3", name="set_copies",
+                                                   arguments={"book_id": book, "copies": 5, "reason": "damage"})],
+                        text={"task_instructions": task.user_scenario.instructions.task_instructions + " Set copies to 5."})
+    assert verdict(RealizabilityGate(), env, stocktake).passed
+
+
+def test_ambiguity_fails_when_the_user_cannot_single_out_the_record(setup):
+    env, tasks = setup
+    task = tasks[0]
+    books = env.dump()["books"]
+    word = next(w for w in books[0]["title"].split() if len(w) > 3)
+    vague = rebuilt(env, task, actions=[
+        task.evaluation_criteria.actions[0],
+        Action(action_id="1", name="search_books", arguments={"title": word[:2].lower()}),
+        Action(action_id="2", name="borrow_book", arguments={"member_id": task.evaluation_criteria.actions[2].arguments["member_id"],
+                                                             "book_id": books[0]["book_id"]})],
+        text={"reason_for_call": f"You want to borrow a book with '{word[:2].lower()}' in its title.",
+              "task_instructions": "Borrow it."})
+    listed = vague.meta.expected_outputs[1]
+    assert len(listed) > 1
+    assert verdict(AmbiguityGate(), env, task).passed
+    assert "is picked from" in verdict(AmbiguityGate(), env, vague).reason
+
+
+def test_leakage_fails_when_the_answer_is_in_the_instructions(setup):
+    env, tasks = setup
+    task = tasks[0]
+    due = task.evaluation_criteria.communicate_info[0]
+    told = rebuilt(env, task, text={"known_info": task.user_scenario.instructions.known_info + f" It is due {due}."})
+    assert verdict(LeakageGate(), env, task).passed
+    assert verdict(LeakageGate(), env, told).reason == f"communicate_info {due!r} already appears in the user's instructions"
+
+
+def test_policy_fails_a_gold_path_that_skips_a_required_step(setup):
+    env, tasks = setup
+    task = tasks[0]
+    member = task.evaluation_criteria.actions[2].arguments["member_id"]
+    skipped = rebuilt(env, task, actions=task.evaluation_criteria.actions[1:],
+                      text={"known_info": f"Your member id is {member}."})
+    assert verdict(PolicyGate(), env, task).passed
+    assert "rule 'look_up_first'" in verdict(PolicyGate(), env, skipped).reason
+
+
+def test_policy_counts_steps(setup):
+    env, tasks = setup
+    task = tasks[0]
+    extra = task.evaluation_criteria.actions[2]
+    thrice = rebuilt(env, task, actions=[*task.evaluation_criteria.actions, extra, extra])
+    assert "called more than 2 time(s)" in verdict(PolicyGate(), env, thrice).reason
+
+
+def test_duplicates_keep_the_first_of_equal_or_near_equal_tasks(setup):
+    env, tasks = setup
+    first, second = tasks[0], tasks[1]
+    same_text = second.model_copy(update={"user_scenario": first.user_scenario})
+    other_words = second.user_scenario.instructions.model_copy(update={"reason_for_call": "Something else entirely."})
+    same_gold = second.model_copy(update={"evaluation_criteria": first.evaluation_criteria,
+                                          "user_scenario": second.user_scenario.model_copy(update={"instructions": other_words})})
+    kept, dropped = DuplicateGate().check_all([first, second, same_text.model_copy(update={"id": "x1"}),
+                                               same_gold.model_copy(update={"id": "x2"})])
+    assert [t.id for t in kept] == [first.id, second.id]
+    assert [v.reason for _, v in dropped] == [f"same instructions as {first.id}", f"same gold actions as {first.id}"]
+    words = first.user_scenario.instructions
+    near = first.model_copy(update={"id": "x3", "evaluation_criteria": second.evaluation_criteria,
+                                    "user_scenario": first.user_scenario.model_copy(update={"instructions": words.model_copy(
+                                        update={"task_instructions": words.task_instructions + " Thanks!"})})})
+    kept, dropped = DuplicateGate().check_all([first, near])
+    assert len(kept) == 1 and dropped[0][1].reason.startswith(f"near-duplicate of {first.id}")
