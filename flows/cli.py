@@ -23,7 +23,7 @@ from .settings import configure_prefect, is_startup_failure, reset_ephemeral_dat
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="Synthesize verifiable tool-use environments and tasks, quality-gated.")
 console = Console(stderr=True)
-STAGES = ("design", "populate", "tasks", "gate", "export")
+STAGES = ("design", "populate", "tasks", "harden", "gate", "export")
 
 
 def _fail_usage(message: str) -> None:

@@ -21,9 +21,10 @@ from toolscale.pipeline.export import atomic_write, write_domain_files, write_js
 from toolscale.pipeline.populate import Rows
 from toolscale.pipeline.synthesizer import OfflineSynthesizer, Synthesizer
 from toolscale.quality.gates import run_gates
-from toolscale.quality.report import domain_funnel, totals
+from toolscale.quality.report import domain_funnel, markdown, totals
 
 from . import progress
+from .artifacts import publish_report_artifacts
 
 
 class RunConfig(BaseModel):
@@ -56,6 +57,12 @@ def tasks_stage(synth: Synthesizer, domain: Domain, env: Environment, rows: Rows
     return synth.tasks(domain, env, rows, seed)
 
 
+@task(name="harden", cache_policy=NO_CACHE)
+def harden_stage(synth: Synthesizer, domain: Domain, env: Environment, candidates: list[Task],
+                 seed: int) -> tuple[list[Task], list[Rejection]]:
+    return synth.harden(domain, env, candidates, seed)
+
+
 @task(name="gate", cache_policy=NO_CACHE)
 def gate_stage(candidates: list[Task], env: Environment) -> tuple[list[Task], list[Rejection]]:
     return run_gates(candidates, env)
@@ -85,11 +92,12 @@ def build_domain(name: str, config: RunConfig) -> dict[str, Any]:
     domain = timed("design", design_stage, synth, name)
     rows, env = timed("populate", populate_stage, synth, domain, config.seed)
     candidates, synthesis_rejections = timed("tasks", tasks_stage, synth, domain, env, rows, config.seed)
+    candidates, harden_rejections = timed("harden", harden_stage, synth, domain, env, candidates, config.seed)
     accepted, gate_rejections = timed("gate", gate_stage, candidates, env)
-    rejected = synthesis_rejections + gate_rejections
+    rejected = synthesis_rejections + harden_rejections + gate_rejections
     timed("export", export_stage, config.out / name, domain, env, accepted, rejected)
     env.close()
-    funnel = domain_funnel(accepted, rejected)
+    funnel = domain_funnel(accepted, rejected, tools=list(domain.toolkit.specs))
     funnel.update(tools=len(domain.toolkit.specs), rows=sum(len(r) for r in rows.values()), timings_s=timings)
     progress.emit(name, "done", accepted=len(accepted), rejected=len(rejected))
     return funnel
@@ -112,4 +120,7 @@ def generate(config: RunConfig) -> dict[str, Any]:
               "totals": totals(domains), "domains": domains, "failed": failed,
               "timings_s": {"flow": round(time.perf_counter() - start, 3)}}
     atomic_write(config.out / "report.json", json.dumps(report, indent=2) + "\n")
+    text = markdown(report, config.out)
+    atomic_write(config.out / "report.md", text)
+    publish_report_artifacts(report, text)
     return report

@@ -49,10 +49,12 @@ class RowIndex:
         return index.get(tuple(equal[c] for c in columns), [])
 
 
-def difficulty_of(actions: int, writes: int) -> str:
-    if actions >= 5 or writes >= 3:
+def difficulty_of(actions: int, writes: int, operators: int = 0) -> str:
+    """easy / medium / hard from the gold's length, its writes and the hardening applied."""
+    score = actions + writes + 2 * operators
+    if score >= 9:
         return "hard"
-    if actions >= 4 or writes >= 2:
+    if score >= 6:
         return "medium"
     return "easy"
 

@@ -11,6 +11,7 @@ from typing import Protocol
 from toolscale.domains import Domain, Environment, builtin_domain
 from toolscale.domains.tasks import Rejection, Task
 
+from .harden import harden
 from .instantiate import RowIndex, instantiate
 from .populate import Rows, populate
 
@@ -23,6 +24,8 @@ class Synthesizer(Protocol):
     def populate(self, domain: Domain, seed: int) -> Rows: ...
 
     def tasks(self, domain: Domain, env: Environment, rows: Rows, seed: int) -> tuple[list[Task], list[Rejection]]: ...
+
+    def harden(self, domain: Domain, env: Environment, tasks: list[Task], seed: int) -> tuple[list[Task], list[Rejection]]: ...
 
 
 class OfflineSynthesizer:
@@ -48,3 +51,7 @@ class OfflineSynthesizer:
             tasks.extend(accepted)
             rejected.extend(failed)
         return tasks, rejected
+
+    def harden(self, domain: Domain, env: Environment, tasks: list[Task], seed: int) -> tuple[list[Task], list[Rejection]]:
+        """Harder variants of the synthesized tasks (composition, conditions, relative dates, ...)."""
+        return harden(domain, env, tasks, seed)

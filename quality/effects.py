@@ -6,7 +6,7 @@ from toolscale.domains import replay
 from toolscale.domains.tasks import GateVerdict
 
 from .gates import GateContext, failed, passed
-from .values import derivable
+from toolscale.domains.matching import derivable
 
 
 class EffectGate:

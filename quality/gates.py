@@ -14,7 +14,7 @@ from typing import Any, Protocol
 from toolscale.domains import Environment, Task, ToolResult, replay
 from toolscale.domains.tasks import GateVerdict, Rejection
 
-from .values import normalize_text
+from toolscale.domains.matching import normalize_text
 
 
 @dataclass(frozen=True)

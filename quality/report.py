@@ -1,27 +1,45 @@
-"""The funnel report: candidates, rejections by gate and acceptances, per domain and per intent."""
+"""The funnel report: candidates, rejections by gate and acceptances, per domain and per intent,
+with the difficulty mix, hardening and tool coverage; as JSON, and as markdown with plots.
+"""
 
 from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from toolscale.domains.tasks import Rejection, Task
+
+GATE_ORDER = ("synthesis", "replay", "determinism", "effect", "realizability", "ambiguity", "leakage", "policy",
+              "necessity", "duplicates")
 
 
 def _funnel(accepted: Sequence[Task], rejected: Sequence[Rejection]) -> dict[str, Any]:
     return {"candidates": len(accepted) + len(rejected),
             "accepted": len(accepted),
-            "rejected": dict(sorted(Counter(r.gate for r in rejected).items()))}
+            "rejected": dict(sorted(Counter(r.gate for r in rejected).items(), key=lambda kv: _gate_rank(kv[0])))}
 
 
-def domain_funnel(accepted: Sequence[Task], rejected: Sequence[Rejection]) -> dict[str, Any]:
-    """The funnel of one domain, split by intent, with the difficulty mix and the top reasons."""
+def _gate_rank(gate: str) -> int:
+    return GATE_ORDER.index(gate) if gate in GATE_ORDER else len(GATE_ORDER)
+
+
+def domain_funnel(accepted: Sequence[Task], rejected: Sequence[Rejection], tools: Sequence[str] = ()) -> dict[str, Any]:
+    """The funnel of one domain: by intent, difficulty, hardening, tool coverage and top reasons."""
     intents = sorted({t.meta.intent for t in accepted} | {r.task.meta.intent for r in rejected})
     reasons = Counter(f"{r.gate}: {r.reason}" for r in rejected)
+    used = Counter(a.name for t in accepted for a in t.evaluation_criteria.actions)
+    hardened = [t for t in accepted if t.meta.hardening]
     return {
         **_funnel(accepted, rejected),
         "difficulty": dict(sorted(Counter(t.meta.difficulty for t in accepted).items())),
+        "hardened": {"accepted": len(hardened),
+                     "share": round(len(hardened) / len(accepted), 3) if accepted else 0.0,
+                     "operators": dict(sorted(Counter(op for t in hardened for op in t.meta.hardening).items()))},
+        "coverage": {"tools": len(tools), "used": sum(1 for t in tools if used[t]),
+                     "share": round(sum(1 for t in tools if used[t]) / len(tools), 3) if tools else 0.0,
+                     "calls": {t: used[t] for t in tools}, "unused": [t for t in tools if not used[t]]},
         "intents": {name: _funnel([t for t in accepted if t.meta.intent == name],
                                   [r for r in rejected if r.task.meta.intent == name]) for name in intents},
         "top_rejection_reasons": [{"reason": reason, "count": n} for reason, n in reasons.most_common(10)],
@@ -34,10 +52,93 @@ def totals(domains: dict[str, dict[str, Any]]) -> dict[str, Any]:
     for funnel in domains.values():
         rejected.update(funnel["rejected"])
         difficulty.update(funnel.get("difficulty", {}))
+    accepted = sum(f["accepted"] for f in domains.values())
+    hardened = sum(f.get("hardened", {}).get("accepted", 0) for f in domains.values())
     return {"domains": len(domains),
             "candidates": sum(f["candidates"] for f in domains.values()),
-            "accepted": sum(f["accepted"] for f in domains.values()),
-            "rejected": dict(sorted(rejected.items())),
+            "accepted": accepted,
+            "hardened": hardened,
+            "hardened_share": round(hardened / accepted, 3) if accepted else 0.0,
+            "rejected": dict(sorted(rejected.items(), key=lambda kv: _gate_rank(kv[0]))),
             "difficulty": dict(sorted(difficulty.items())),
             "tools": sum(f.get("tools", 0) for f in domains.values()),
             "rows": sum(f.get("rows", 0) for f in domains.values())}
+
+
+def funnel_steps(funnel: dict[str, Any]) -> list[tuple[str, int]]:
+    """(gate, candidates still standing after it), in gate order."""
+    standing = funnel["candidates"]
+    steps = [("candidates", standing)]
+    for gate in sorted(funnel["rejected"], key=_gate_rank):
+        standing -= funnel["rejected"][gate]
+        steps.append((gate, standing))
+    return steps
+
+
+def _plots(report: dict[str, Any], out: Path) -> list[str]:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    domains = list(report["domains"])
+    names = []
+    fig, ax = plt.subplots(figsize=(9, 4.5))
+    bottom = [0] * len(domains)
+    for gate in ("accepted", *GATE_ORDER):
+        counts = [report["domains"][d]["accepted"] if gate == "accepted" else report["domains"][d]["rejected"].get(gate, 0)
+                  for d in domains]
+        if any(counts):
+            ax.bar(domains, counts, bottom=bottom, label=gate)
+            bottom = [b + c for b, c in zip(bottom, counts)]
+    ax.set_ylabel("candidates")
+    ax.set_title("Funnel: accepted, and rejected by gate")
+    ax.legend(fontsize=7, ncol=2)
+    ax.tick_params(axis="x", rotation=30)
+    fig.tight_layout()
+    fig.savefig(out / "report_funnel.png", dpi=110, metadata={"Software": None})
+    names.append("report_funnel.png")
+    plt.close(fig)
+
+    fig, ax = plt.subplots(figsize=(9, 3.5))
+    shares = [100 * report["domains"][d]["coverage"]["share"] for d in domains]
+    ax.bar(domains, shares, color="tab:green")
+    ax.axhline(90, color="grey", linestyle="--", linewidth=1)
+    ax.set_ylim(0, 105)
+    ax.set_ylabel("% of tools in accepted gold")
+    ax.set_title("Tool coverage")
+    ax.tick_params(axis="x", rotation=30)
+    fig.tight_layout()
+    fig.savefig(out / "report_coverage.png", dpi=110, metadata={"Software": None})
+    names.append("report_coverage.png")
+    plt.close(fig)
+    return names
+
+
+def markdown(report: dict[str, Any], out: Path) -> str:
+    """report.md for people: totals, the funnel per domain and gate, difficulty, coverage, plots."""
+    t = report["totals"]
+    lines = [f"# toolscale report (backend {report['backend']}, seed {report['seed']}, scale {report['scale']})", "",
+             f"{t['accepted']:,} accepted tasks of {t['candidates']:,} candidates across {t['domains']} domains; "
+             f"{t['hardened']:,} hardened ({t['hardened_share']:.0%}); {t['tools']} tools, {t['rows']:,} rows.", ""]
+    for name in _plots(report, out):
+        lines += [f"![{name[7:-4]}]({name})", ""]
+    gates = [g for g in GATE_ORDER if any(g in d["rejected"] for d in report["domains"].values())]
+    lines += ["## Funnel", "", "| domain | candidates | " + " | ".join(gates) + " | accepted | hardened | coverage |",
+              "|---|" + "---:|" * (len(gates) + 4)]
+    for name, d in report["domains"].items():
+        lines.append(f"| {name} | {d['candidates']} | " + " | ".join(str(d["rejected"].get(g, 0)) for g in gates)
+                     + f" | {d['accepted']} | {d['hardened']['share']:.0%} | {d['coverage']['used']}/{d['coverage']['tools']} |")
+    lines += ["", "## Difficulty", "", "| domain | " + " | ".join(("easy", "medium", "hard")) + " |", "|---|---:|---:|---:|"]
+    for name, d in report["domains"].items():
+        lines.append(f"| {name} | " + " | ".join(str(d["difficulty"].get(k, 0)) for k in ("easy", "medium", "hard")) + " |")
+    lines += ["", "## Top rejection reasons", ""]
+    for name, d in report["domains"].items():
+        for item in d["top_rejection_reasons"][:3]:
+            lines.append(f"- {name}: {item['count']} × {item['reason']}")
+    if report.get("failed"):
+        lines += ["", "## Failed domains", ""] + [f"- {n}: {why}" for n, why in report["failed"].items()]
+    unused = {n: d["coverage"]["unused"] for n, d in report["domains"].items() if d["coverage"]["unused"]}
+    if unused:
+        lines += ["", "## Tools in no accepted gold path", ""] + [f"- {n}: {', '.join(u)}" for n, u in unused.items()]
+    return "\n".join(lines) + "\n"

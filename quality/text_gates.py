@@ -11,7 +11,7 @@ from toolscale.domains.dates import resolve
 from toolscale.domains.tasks import GateVerdict
 
 from .gates import GateContext, failed, passed
-from .values import appears_in, found_in_outputs, same_value, walk
+from toolscale.domains.matching import appears_in, found_in_outputs, same_value, walk
 
 
 def _leaves(value: Any) -> list[Any]:

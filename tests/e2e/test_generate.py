@@ -41,6 +41,12 @@ def test_generate_writes_the_documented_layout(runs):
     assert report["domains"]["bank"]["accepted"] >= 300
     assert report["totals"]["accepted"] == report["domains"]["bank"]["accepted"]
     assert "accepted tasks" in proc.stderr
+    text = (out / "report.md").read_text()
+    assert "## Funnel" in text and "| bank |" in text
+    for plot in ("report_funnel.png", "report_coverage.png"):
+        assert (out / plot).read_bytes().startswith(b"\x89PNG")
+    bank = report["domains"]["bank"]
+    assert bank["hardened"]["share"] >= 0.3 and bank["coverage"]["used"] <= bank["coverage"]["tools"]
 
 
 def test_same_seed_gives_byte_identical_outputs(runs):

@@ -1,4 +1,4 @@
-"""How values are found in text and in tool outputs: the shared vocabulary of the text gates.
+"""How values are found in text and in tool outputs: the vocabulary the gates and hardening share.
 
 A value "appears" in text when one of its usual spellings occurs as a whole token (case-insensitive;
 commas in numbers ignored, as τ²-bench ignores them when it checks communicated values). Numbers

@@ -1,0 +1,287 @@
+"""Hardening: harder variants of synthesized tasks, each re-verified from scratch.
+
+Operators work on any domain's tasks, reading only their text, gold calls and recorded outputs:
+- composition: two intents of the same user in one conversation;
+- conditional: "only if the account's balance is above X", the branch fixed by the database;
+- indirect: dates the user gives relative to today ("last Tuesday"), to be resolved by the agent;
+- distractor: the user first names a sibling record by mistake, then corrects themselves;
+- partial: the user withholds a detail the gold needs until the agent asks for it.
+Every variant's gold is replayed on a fresh fork; one that no longer replays is a recorded rejection.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+import re
+from collections import defaultdict
+from collections.abc import Callable
+from datetime import date
+from typing import Any
+
+from toolscale.domains import Domain, Environment, replay
+from toolscale.domains.dates import describe
+from toolscale.domains.matching import appears_in, normalize_text
+from toolscale.domains.tasks import Action, Rejection, Task
+
+from .instantiate import difficulty_of
+from .templating import derive_seed
+
+Draft = tuple[Task, Callable[[list[Any]], str | None]]  # a variant, and a check of its replayed outputs
+
+
+def _calls(task: Task) -> list[tuple[str, str]]:
+    return [(a.name, json.dumps(a.arguments, sort_keys=True)) for a in task.evaluation_criteria.actions]
+
+
+def _sentences(*texts: str | None) -> str:
+    seen: list[str] = []
+    for text in texts:
+        for sentence in re.split(r"(?<=[.!?])\s+", text or ""):
+            if sentence and sentence not in seen:
+                seen.append(sentence)
+    return " ".join(seen)
+
+
+def _lower_first(text: str) -> str:
+    return text[:1].lower() + text[1:] if text[1:2].islower() or len(text) < 2 else text
+
+
+def _variant(task: Task, operator: str, *, actions: list[Action] | None = None, intent: str | None = None,
+             communicate: list[str] | None = None, nl: list[str] | None = None, **text: str | None) -> Task:
+    instructions = task.user_scenario.instructions.model_copy(update=text)
+    criteria = task.evaluation_criteria.model_copy(update={
+        "actions": [Action(action_id=str(i), name=a.name, arguments=a.arguments)
+                    for i, a in enumerate(actions if actions is not None else task.evaluation_criteria.actions)],
+        "communicate_info": communicate if communicate is not None else task.evaluation_criteria.communicate_info,
+        "nl_assertions": nl if nl is not None else task.evaluation_criteria.nl_assertions})
+    meta = task.meta.model_copy(update={"hardening": [*task.meta.hardening, operator],
+                                        "intent": intent or task.meta.intent})
+    return task.model_copy(update={"user_scenario": task.user_scenario.model_copy(update={"instructions": instructions}),
+                                   "evaluation_criteria": criteria, "meta": meta})
+
+
+def _same_outputs(expected: list[Any], offset: int) -> Callable[[list[Any]], str | None]:
+    def check(outputs: list[Any]) -> str | None:
+        if outputs[offset:offset + len(expected)] != expected:
+            return "the second request no longer sees what it saw alone (the two requests interfere)"
+        return None
+    return check
+
+
+def _no_check(outputs: list[Any]) -> str | None:
+    return None
+
+
+# ---------------------------------------------------------------------------------- operators
+def compose(a: Task, b: Task) -> Draft | None:
+    """A then B for the same user: B's repeated lookups are dropped, its outputs must not change."""
+    done = set(_calls(a))
+    kept = [(x, o) for x, o, c in zip(b.evaluation_criteria.actions, b.meta.expected_outputs, _calls(b)) if c not in done]
+    if not kept or len(kept) == len(b.evaluation_criteria.actions):
+        return None
+    ia, ib = a.user_scenario.instructions, b.user_scenario.instructions
+    variant = _variant(
+        a, "composition", actions=[*a.evaluation_criteria.actions, *[x for x, _ in kept]],
+        intent=f"{a.meta.intent}+{b.meta.intent}",
+        communicate=[*a.evaluation_criteria.communicate_info, *b.evaluation_criteria.communicate_info],
+        nl=[*a.evaluation_criteria.nl_assertions, *b.evaluation_criteria.nl_assertions],
+        reason_for_call=f"{ia.reason_for_call} In the same call, {_lower_first(ib.reason_for_call)}",
+        known_info=_sentences(ia.known_info, ib.known_info), unknown_info=_sentences(ia.unknown_info, ib.unknown_info),
+        task_instructions=f"{ia.task_instructions} Once that is done: {ib.task_instructions}")
+    variant.meta.hardening[:] = sorted({*a.meta.hardening, *b.meta.hardening}) + ["composition"]
+    return variant, _same_outputs([o for _, o in kept], len(a.evaluation_criteria.actions))
+
+
+def _spell(value: float) -> str:
+    return str(int(value)) if float(value).is_integer() else f"{value:.2f}"
+
+
+def _nice(value: float, up: bool) -> float:
+    step = 10 ** max(math.floor(math.log10(abs(value))) - 1, 0) if value else 1
+    return float((math.ceil if up else math.floor)(value / step) * step)
+
+
+def conditional(task: Task, domain: Domain, rng: random.Random) -> Draft | None:
+    """Only go ahead if a number on the record being changed passes a threshold; else just report it."""
+    actions, outputs = task.evaluation_criteria.actions, task.meta.expected_outputs
+    kinds = [domain.toolkit.specs[a.name].kind for a in actions]
+    if task.meta.kind != "write":
+        return None
+    last_write = max(i for i, k in enumerate(kinds) if k == "write")
+    target = actions[last_write]
+    for j in range(last_write):
+        records = outputs[j] if isinstance(outputs[j], list) else [outputs[j]]
+        for record in records:
+            if not isinstance(record, dict):
+                continue
+            key = next((f for f, v in record.items() if f.endswith("_id") and v in target.arguments.values()
+                        and sum(r.get(f) == v for r in records if isinstance(r, dict)) == 1), None)
+            numbers = [f for f, v in record.items() if isinstance(v, (int, float)) and not isinstance(v, bool)
+                       and v > 1 and not f.endswith("_id")]
+            if key is None or not numbers:
+                continue
+            field = rng.choice(numbers)
+            value = record[field]
+            noun, label = key[:-3].replace("_", " "), field.replace("_", " ")
+            go_ahead = rng.random() < 0.5
+            threshold = _nice(value * rng.uniform(0.5, 0.85), up=False) if go_ahead else \
+                _nice(value * rng.uniform(1.15, 1.8), up=True)
+            if threshold == value or threshold <= 0:
+                return None
+            ask = (f" Only if the {noun}'s {label} is above {_spell(threshold)}; otherwise change nothing and just "
+                   f"ask what the {label} is.")
+            instructions = task.user_scenario.instructions
+            if go_ahead:
+                return _variant(task, "conditional", task_instructions=instructions.task_instructions + ask), _no_check
+            first_write = next((i for i in range(j + 1, len(actions)) if kinds[i] == "write"), last_write)
+            kept = actions[:first_write]
+            spelled = f"{value:.2f}" if isinstance(value, float) else str(value)
+            variant = _variant(task, "conditional", actions=kept, communicate=[spelled], nl=[],
+                               task_instructions=instructions.task_instructions + ask)
+            kind = "write" if any(domain.toolkit.specs[a.name].kind == "write" for a in kept) else "read"
+            return variant.model_copy(update={"meta": variant.meta.model_copy(update={"kind": kind})}), _no_check
+    return None
+
+
+_ISO_DATE = re.compile(r"\b(on |for )?(\d{4}-\d{2}-\d{2})\b")
+
+
+def indirect_dates(task: Task, today: date) -> Draft | None:
+    """Dates within two weeks of today are said relative to today; the agent must work them out."""
+    changed = False
+
+    def relative(match: re.Match[str]) -> str:
+        nonlocal changed
+        phrase = describe(date.fromisoformat(match.group(2)), today)
+        if phrase is None:
+            return match.group(0)
+        changed = True
+        keeps_preposition = not phrase.startswith(("to", "yes", "the day", "this", "last")) and match.group(1)
+        return f"{match.group(1) if keeps_preposition else ''}{phrase}"
+
+    i = task.user_scenario.instructions
+    text = {f: _ISO_DATE.sub(relative, getattr(i, f) or "") or None
+            for f in ("reason_for_call", "known_info", "task_instructions")}
+    if not changed:
+        return None
+    text["task_instructions"] = (text["task_instructions"] or "") + " Refer to dates the way you would in conversation."
+    return _variant(task, "indirect", **text), _no_check
+
+
+def distractor(task: Task, rng: random.Random) -> Draft | None:
+    """The user first names a sibling record (from the same list), then corrects themselves."""
+    i = task.user_scenario.instructions
+    text = normalize_text(" ".join(filter(None, [i.reason_for_call, i.known_info, i.task_instructions])))
+    arguments = {json.dumps(v) for a in task.evaluation_criteria.actions for v in a.arguments.values()}
+    for output in task.meta.expected_outputs:
+        if not (isinstance(output, list) and len(output) > 1 and all(isinstance(r, dict) for r in output)):
+            continue
+        chosen = next((r for r in output if any(json.dumps(v) in arguments for v in r.values())), None)
+        if chosen is None:
+            continue
+        for field, value in chosen.items():
+            if not isinstance(value, str) or len(value) < 3 or field.endswith("_id") or not appears_in(value, text):
+                continue
+            others = [r[field] for r in output if isinstance(r.get(field), str) and r[field] != value
+                      and len(r[field]) >= 3 and not appears_in(r[field], text)]
+            if others:
+                wrong = rng.choice(sorted(set(others)))
+                label = field.replace("_", " ")
+                extra = (f" At first, say it is the one with {label} {wrong}; when the agent checks, correct "
+                         f"yourself: you meant {value}.")
+                return _variant(task, "distractor", task_instructions=i.task_instructions + extra,
+                                nl=[*task.evaluation_criteria.nl_assertions,
+                                    f"The agent does not act on the record with {label} {wrong}."]), _no_check
+    return None
+
+
+def partial(task: Task) -> Draft | None:
+    """The user keeps back one detail the gold needs (an email, a date of birth) until asked."""
+    known = normalize_text(task.user_scenario.instructions.known_info or "")
+    for action in task.evaluation_criteria.actions:
+        for argument, value in action.arguments.items():
+            if isinstance(value, str) and len(value) >= 4 and appears_in(value, known):
+                label = argument.replace("_", " ")
+                extra = f" Do not volunteer your {label}; give it only when the agent asks for it."
+                return _variant(task, "partial",
+                                task_instructions=task.user_scenario.instructions.task_instructions + extra), _no_check
+    return None
+
+
+# ---------------------------------------------------------------------------------- the stage
+def _verify(domain: Domain, env: Environment, draft: Draft, task_id: str) -> tuple[Task | None, Rejection | None]:
+    variant, check = draft
+    variant = variant.model_copy(update={"id": task_id})
+    with env.fork() as fork:
+        results = replay(fork, variant.gold_calls())
+        state = fork.state_hash()
+    failure = next((f"action {i} ({r.name}) failed: {r.error_type}: {r.error}" for i, r in enumerate(results)
+                    if not r.ok), None)
+    outputs = [r.output for r in results]
+    failure = failure or check(outputs)
+    actions = variant.evaluation_criteria.actions
+    writes = sum(domain.toolkit.specs[a.name].kind == "write" for a in actions)
+    meta = variant.meta.model_copy(update={
+        "expected_outputs": outputs, "final_state_hash": None if failure else state,
+        "difficulty": difficulty_of(len(actions), writes, len(variant.meta.hardening))})
+    variant = variant.model_copy(update={"meta": meta})
+    if failure:
+        return None, Rejection(task=variant, gate="synthesis", reason=f"hardened variant: {failure}")
+    return variant, None
+
+
+def harden(domain: Domain, env: Environment, tasks: list[Task], seed: int,
+           share: float = 0.6) -> tuple[list[Task], list[Rejection]]:
+    """The candidates with harder variants mixed in, and the variants that failed to replay.
+
+    About `share` × len(tasks) variants are drafted. A composition joins two tasks and keeps
+    both; the other operators rewrite one task, and a variant that verifies replaces its base
+    (the two would be near-duplicates).
+    """
+    rng = random.Random(derive_seed(seed, domain.name, "harden"))
+    budget = {"composition": 0.3, "conditional": 0.25, "indirect": 0.15, "distractor": 0.15, "partial": 0.15}
+    quota = {op: int(len(tasks) * share * w) for op, w in budget.items()}
+    drafts: list[tuple[str, Draft, str | None]] = []  # (operator, draft, id of the base it replaces)
+    by_user: dict[tuple[str, str], list[Task]] = defaultdict(list)
+    for task in tasks:
+        by_user[_calls(task)[0]].append(task)
+    groups = [g for g in by_user.values() if len({t.meta.intent for t in g}) > 1]
+    for _ in range(quota["composition"] * 3):
+        if not groups or len(drafts) >= quota["composition"]:
+            break
+        a, b = rng.sample(rng.choice(groups), 2)
+        if a.meta.intent != b.meta.intent and (draft := compose(a, b)):
+            drafts.append(("composition", draft, None))
+    singles: list[tuple[str, Callable[[Task], Draft | None]]] = [
+        ("conditional", lambda t: conditional(t, domain, rng)),
+        ("indirect", lambda t: indirect_dates(t, domain.spec.clock.date())),
+        ("distractor", lambda t: distractor(t, rng)),
+        ("partial", partial)]
+    taken: set[str] = set()
+    for op, make in singles:
+        pool = [t for t in tasks if t.id not in taken]
+        rng.shuffle(pool)
+        made = 0
+        for task in pool:
+            if made >= quota[op]:
+                break
+            if (draft := make(task)) is not None:
+                drafts.append((op, draft, task.id))
+                taken.add(task.id)
+                made += 1
+    variants: list[Task] = []
+    replaced: set[str] = set()
+    rejected: list[Rejection] = []
+    counters: dict[str, int] = defaultdict(int)
+    for op, draft, base in drafts:
+        task, rejection = _verify(domain, env, draft, f"{domain.name}.{op}.{counters[op]:03d}")
+        counters[op] += 1
+        if task is None:
+            rejected.append(rejection)
+            continue
+        variants.append(task)
+        if base is not None:
+            replaced.add(base)
+    return [t for t in tasks if t.id not in replaced] + variants, rejected
