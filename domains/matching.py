@@ -36,9 +36,22 @@ def _token_pattern(spelling: str) -> re.Pattern[str]:
     return re.compile(r"(?<![\w.@-])" + re.escape(spelling.lower()) + r"(?![\w@]|\.\d)")
 
 
+@lru_cache(maxsize=4096)
+def _tokens(text: str) -> frozenset[str]:
+    return frozenset(t.rstrip(".-") for t in re.findall(r"[\w.@-]+", text))
+
+
 def appears_in(value: Any, text: str) -> bool:
     """Does any spelling of `value` occur in `text` as a whole token? (`text` already normalized)."""
-    return any(_token_pattern(s).search(text) for s in spellings(value) if s)
+    tokens = _tokens(text)
+    for spelling in spellings(value):
+        lowered = spelling.lower()
+        if re.fullmatch(r"[\w.@-]+", lowered):
+            if lowered in tokens:
+                return True
+        elif spelling and _token_pattern(spelling).search(text):
+            return True
+    return False
 
 
 def walk(output: Any, path: Path = ()) -> Iterator[tuple[Path, Any]]:
@@ -61,6 +74,17 @@ def same_value(a: Any, b: Any) -> bool:
     if isinstance(a, str) and isinstance(b, str):
         return a.strip().lower() == b.strip().lower()
     return a == b
+
+
+def value_key(value: Any) -> Any:
+    """A hashable form under which `same_value` values are equal."""
+    if isinstance(value, bool) or value is None:
+        return ("b", value)
+    if isinstance(value, (int, float)):
+        return ("n", float(value))
+    if isinstance(value, str):
+        return ("s", value.strip().lower())
+    return ("o", repr(value))
 
 
 def found_in_outputs(value: Any, outputs: list[Any]) -> bool:

@@ -14,7 +14,7 @@ from typing import Any, Protocol
 from toolscale.domains import Environment, Task, ToolResult, replay
 from toolscale.domains.tasks import GateVerdict, Rejection
 
-from toolscale.domains.matching import normalize_text
+from toolscale.domains.matching import normalize_text, value_key, walk
 
 
 @dataclass(frozen=True)
@@ -50,6 +50,7 @@ class GateContext:
         self.env = env
         self.task = task
         self._first: Replay | None = None
+        self._seen: list[frozenset[Any]] | None = None
         instructions = task.user_scenario.instructions
         self.text = normalize_text(" ".join(filter(None, [instructions.reason_for_call, instructions.known_info,
                                                           instructions.task_instructions])))
@@ -63,6 +64,17 @@ class GateContext:
     @property
     def initial_hash(self) -> str:
         return self.env.state_hash()
+
+    def seen_before(self, action: int) -> frozenset[Any]:
+        """Every value (normalized) that the gold's outputs before `action` returned."""
+        if self._seen is None:
+            seen: set[Any] = set()
+            self._seen = []
+            for output in self.first_replay.outputs:
+                self._seen.append(frozenset(seen))
+                seen.update(value_key(leaf) for _, leaf in walk(output))
+            self._seen.append(frozenset(seen))
+        return self._seen[min(action, len(self._seen) - 1)]
 
 
 class Gate(Protocol):

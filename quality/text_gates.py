@@ -11,7 +11,7 @@ from toolscale.domains.dates import resolve
 from toolscale.domains.tasks import GateVerdict
 
 from .gates import GateContext, failed, passed
-from toolscale.domains.matching import appears_in, found_in_outputs, same_value, walk
+from toolscale.domains.matching import appears_in, same_value, value_key, walk
 
 
 def _leaves(value: Any) -> list[Any]:
@@ -38,14 +38,13 @@ class RealizabilityGate:
     name = "realizability"
 
     def check(self, ctx: GateContext) -> GateVerdict:
-        outputs = ctx.first_replay.outputs
         dates = resolve(ctx.text, ctx.env.domain.spec.clock.date())
         for i, action in enumerate(ctx.task.evaluation_criteria.actions):
             for argument, value in action.arguments.items():
                 literals = _allowed_literals(ctx, action.name, argument)
                 for leaf in _leaves(value):
-                    if (appears_in(leaf, ctx.text) or found_in_outputs(leaf, outputs[:i]) or leaf in literals
-                            or leaf in dates):
+                    if (value_key(leaf) in ctx.seen_before(i) or leaf in literals or leaf in dates
+                            or appears_in(leaf, ctx.text)):
                         continue
                     return failed(f"action {i} ({action.name}): {argument}={leaf!r} is neither told by the user "
                                   "nor returned by an earlier action")
