@@ -37,9 +37,13 @@ class NecessityGate:
     def check(self, ctx: GateContext) -> GateVerdict:
         calls = ctx.task.gold_calls()
         specs = ctx.env.domain.toolkit.specs
-        full = ctx.first_replay.state_hash
-        for i, (name, _) in enumerate(calls):
-            if specs[name].kind != "write":
+        full, before = ctx.first_replay.state_hash, ctx.first_replay.step_hashes
+        writes = [i for i, (name, _) in enumerate(calls) if specs[name].kind == "write"]
+        for i in writes:
+            name = calls[i][0]
+            if i == writes[-1]:  # only reads follow, and reads change nothing: no replay needed
+                if before[i] == full:
+                    return failed(f"action {i} ({name}) can be dropped without changing the final state")
                 continue
             with ctx.env.fork() as fork:
                 replay(fork, calls[:i] + calls[i + 1:])

@@ -11,7 +11,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from toolscale.domains import Environment, Task, ToolResult, replay
+from toolscale.domains import Environment, Task, ToolResult
 from toolscale.domains.tasks import GateVerdict, Rejection
 
 from toolscale.domains.matching import normalize_text, value_key, walk
@@ -23,6 +23,7 @@ class Replay:
 
     results: list[ToolResult]
     state_hash: str
+    step_hashes: list[str]  # the state before each action, then the final state
 
     @property
     def outputs(self) -> list[Any]:
@@ -38,9 +39,15 @@ class Replay:
 
 
 def replay_task(env: Environment, task: Task) -> Replay:
+    """Replay the gold on a fresh fork, noting the state before every action."""
     with env.fork() as fork:
-        results = replay(fork, task.gold_calls())
-        return Replay(results, fork.state_hash())
+        results, hashes = [], [fork.state_hash()]
+        for name, arguments in task.gold_calls():
+            results.append(fork.call(name, arguments))
+            hashes.append(fork.state_hash())
+            if not results[-1].ok:
+                break
+        return Replay(results, fork.state_hash(), hashes)
 
 
 class GateContext:
