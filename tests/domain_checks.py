@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import ast
+import json
 import re
 from typing import Any
 
 from toolscale.domains import Domain
 
-_EXAMPLE = re.compile(r'e\.g\. ("(?:[^"\\]|\\.)*"|-?\d+(?:\.\d+)?|true|false)')
+_EXAMPLE = re.compile(r'e\.g\. ("(?:[^"\\]|\\.)*"|\[[^\]]*\]|-?\d+(?:\.\d+)?|true|false)')
 
 
 def example_arguments(domain: Domain, tool: str) -> dict[str, Any]:
@@ -19,7 +20,9 @@ def example_arguments(domain: Domain, tool: str) -> dict[str, Any]:
         match = _EXAMPLE.search(spec.parameters["properties"][name].get("description", ""))
         assert match, f"{domain.name}.{tool}: parameter {name!r} has no 'e.g.' example"
         raw = match.group(1)
-        if raw.startswith('"'):
+        if raw.startswith("["):
+            args[name] = json.loads(raw)
+        elif raw.startswith('"'):
             args[name] = raw[1:-1]
         elif raw in ("true", "false"):
             args[name] = raw == "true"
