@@ -25,6 +25,9 @@ BUILTIN_DOMAINS = ("bank", "basketball", "ecommerce", "medicine", "movie", "rail
                    "school", "travel", "weather")
 
 
+_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
 class DomainError(ValueError):
     """A domain folder that cannot be loaded; the message says where and why."""
 
@@ -71,8 +74,7 @@ def _line_of(node: yaml.Node | None, loc: tuple[Any, ...]) -> int | None:
 def parse_spec(text: str, filename: str = "domain.yaml") -> DomainSpec:
     """Validate domain.yaml text; DomainError lists each bad field with its file and line."""
     try:
-        data = yaml.safe_load(text)
-        tree = yaml.compose(text)
+        data = yaml.load(text, Loader=_LOADER)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"{filename}:{mark.line + 1}" if mark else filename
@@ -82,6 +84,7 @@ def parse_spec(text: str, filename: str = "domain.yaml") -> DomainSpec:
     try:
         return DomainSpec.model_validate(data)
     except ValidationError as exc:
+        tree = yaml.compose(text, Loader=_LOADER)  # only now: line numbers for the message
         problems = []
         for err in exc.errors():
             loc = tuple(p for p in err["loc"] if not (isinstance(p, str) and p.startswith("function-")))

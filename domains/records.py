@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import re
 from datetime import date, datetime, timedelta
 from typing import Any
@@ -45,8 +46,8 @@ def coerce(table: Table, col: Column, value: Any) -> Any:
             raise ToolError(f"{where} must be a whole number, got {value!r}")
         value = int(value)
     elif kind == "number":
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise ToolError(f"{where} must be a number, got {value!r}")
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+            raise ToolError(f"{where} must be a finite number, got {value!r}")
         value = float(value)
     elif not isinstance(value, str):
         raise ToolError(f"{where} must be text, got {value!r}")
