@@ -38,7 +38,9 @@ def _token_pattern(spelling: str) -> re.Pattern[str]:
 
 @lru_cache(maxsize=4096)
 def _tokens(text: str) -> frozenset[str]:
-    return frozenset(t.rstrip(".-") for t in re.findall(r"[\w.@-]+", text))
+    """Whole tokens, and the head of hyphenated ones ("3-year" says 3), as the token pattern reads them."""
+    tokens = {t.rstrip(".-") for t in re.findall(r"[\w.@-]+", text)}
+    return frozenset(tokens | {t.split("-")[0] for t in tokens if "-" in t})
 
 
 def appears_in(value: Any, text: str) -> bool:

@@ -57,8 +57,15 @@ def _element_lists(output: Any) -> list[list[dict[str, Any]]]:
     return [c for c in candidates if isinstance(c, list) and len(c) > 1 and all(isinstance(e, dict) for e in c)]
 
 
+_DATETIME = re.compile(r"(\d{4}-\d{2}-\d{2})T(\d{2}:\d{2})")
+
+
 def _phrases(value: str) -> list[str]:
-    """Sub-phrases of a text value a user might say: 2-4 word runs, and distinctive single words."""
+    """Sub-phrases of a text value a user might say: 2-4 word runs, distinctive single words, and
+    the date and the time of day of a timestamp."""
+    moment = _DATETIME.fullmatch(value[:16])
+    if moment:
+        return [moment.group(1), moment.group(2)]
     words = value.split()
     runs = [" ".join(words[i:i + n]) for n in (4, 3, 2) for i in range(len(words) - n + 1)]
     return runs + [w for w in words if len(w) >= 4 and w.isalpha()]
@@ -127,15 +134,17 @@ class AmbiguityGate:
                 holders = [r for r in records if any(same_value(value, v) for v in r.values())]
                 if not holders or len(holders) == len(records):
                     continue  # not from this list, or shared by every record (e.g. the owner's id)
-                chosen = holders[0]
-                fields = _mentioned(chosen, records, text)
-                matching = [r for r in records if fields and all(same_value(r.get(f), chosen[f]) for f in fields)]
-                if len(matching) == 1:
-                    return None
-                if any(re.search(rf"\b{word}\b", text) for word in SUPERLATIVES) and _extreme(chosen, matching or records):
-                    return None  # "the cheapest", "the next one": the user picks it by an order
-                return (f"is picked from {len(records)} listed records, but the user's details match "
-                        f"{len(matching) or len(records)} of them")
+                superlative = any(re.search(rf"\b{word}\b", text) for word in SUPERLATIVES)
+                best = len(records)
+                for chosen in holders:  # any record the user can single out that gives this value will do
+                    fields = _mentioned(chosen, records, text)
+                    matching = [r for r in records if fields and all(same_value(r.get(f), chosen[f]) for f in fields)]
+                    if matching and all(r in holders for r in matching):
+                        return None  # every record the user's details fit gives this same value
+                    if superlative and _extreme(chosen, matching or records):
+                        return None  # "the cheapest", "the next one": the user picks it by an order
+                    best = min(best, len(matching) or len(records))
+                return f"is picked from {len(records)} listed records, but the user's details match {best} of them"
         return None
 
 
