@@ -163,3 +163,10 @@ def test_duplicates_keep_the_first_of_equal_or_near_equal_tasks(setup):
                                         update={"task_instructions": words.task_instructions + " Thanks!"})})})
     kept, dropped = DuplicateGate().check_all([first, near])
     assert len(kept) == 1 and dropped[0][1].reason.startswith(f"near-duplicate of {first.id}")
+
+
+def test_effect_fails_communicate_info_that_tau2_could_never_match(setup):
+    env, tasks = setup
+    member = tasks[0].meta.expected_outputs[0]["name"]
+    with_comma = rebuilt(env, tasks[0], communicate=[f"{member}, ok"])
+    assert "has a comma" in verdict(EffectGate(), env, with_comma).reason
