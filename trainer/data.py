@@ -1,0 +1,141 @@
+"""Accepted tasks from a `toolscale generate` output folder, turned into rows for training and eval.
+
+`OUT/<domain>/` holds domain.yaml, tools.py, policy.md (the domain), db.sqlite (its initial state)
+and tasks.jsonl (accepted tasks). Each task's gold actions are replayed once on the loaded database
+(quality/'s replay) and a task whose replay does not end in its recorded `final_state_hash` is left
+out with a reason: the reward compares against that hash, so it must hold on this database.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from toolscale.domains import Domain, DomainError, Environment, Task, load_domain
+from toolscale.quality.gates import replay_task
+
+from .rewards import SUPPORTED_BASIS
+from .toolbox import ExpertConfig, RolloutSpec, SamplingConfig, sample_spec, system_prompt, tool_schemas
+
+
+class DataError(ValueError):
+    """An output folder that cannot be trained or evaluated on; the message says which file and why."""
+
+
+@dataclass
+class DomainData:
+    """One domain of an output folder: the loaded domain, its initial database, its usable tasks."""
+
+    domain: Domain
+    env: Environment
+    tasks: list[Task]
+    skipped: Counter[str] = field(default_factory=Counter)
+    database: Path | None = None
+
+    def open_env(self) -> Environment:
+        """A new, independent copy of the initial database (one per worker thread)."""
+        if self.database is None:
+            return Environment.from_rows(self.domain, self.env.dump())
+        return Environment.from_sqlite(self.domain, self.database)
+
+
+def _read_tasks(path: Path) -> list[Task]:
+    tasks = []
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            tasks.append(Task.model_validate_json(line))
+        except ValidationError as exc:
+            raise DataError(f"{path}:{number}: not a task: {exc.errors()[0]['msg']}") from None
+    return tasks
+
+
+def select_tasks(tasks: list[Task], limit: int | None) -> list[Task]:
+    """Up to `limit` tasks, taken round-robin over intents (in file order) so every intent is represented."""
+    if limit is None or limit >= len(tasks):
+        return list(tasks)
+    by_intent: dict[str, list[Task]] = defaultdict(list)
+    for task in tasks:
+        by_intent[task.meta.intent].append(task)
+    chosen: list[Task] = []
+    queues = list(by_intent.values())
+    depth = 0
+    while len(chosen) < limit:
+        for queue in queues:
+            if depth < len(queue) and len(chosen) < limit:
+                chosen.append(queue[depth])
+        depth += 1
+    order = {task.id: i for i, task in enumerate(tasks)}
+    return sorted(chosen, key=lambda t: order[t.id])
+
+
+def load_output(path: str | Path, domains: list[str] | None = None, intents: list[str] | None = None,
+                max_tasks_per_domain: int | None = None) -> dict[str, DomainData]:
+    """Load the named domains (default: every folder with a tasks.jsonl) of an output folder."""
+    root = Path(path)
+    if not root.is_dir():
+        raise DataError(f"{root}: no such output folder (run `toolscale generate --out {root}` first)")
+    found = sorted(p.parent.name for p in root.glob("*/tasks.jsonl"))
+    names = domains or found
+    missing = [n for n in names if n not in found]
+    if missing or not names:
+        raise DataError(f"{root}: no tasks.jsonl for {', '.join(missing) or 'any domain'}; found: {found or 'none'}")
+    loaded = {}
+    for name in names:
+        folder = root / name
+        try:
+            domain = load_domain(folder)
+        except DomainError as exc:
+            raise DataError(str(exc).splitlines()[0]) from None
+        if not (folder / "db.sqlite").exists():
+            raise DataError(f"{folder / 'db.sqlite'}: missing")
+        env = Environment.from_sqlite(domain, folder / "db.sqlite")
+        data = DomainData(domain, env, [], database=folder / "db.sqlite")
+        candidates = [t for t in _read_tasks(folder / "tasks.jsonl") if not intents or t.meta.intent in intents]
+        for task in candidates:
+            unsupported = set(task.evaluation_criteria.reward_basis) - SUPPORTED_BASIS
+            if unsupported:
+                data.skipped[f"reward_basis {sorted(unsupported)} cannot be scored offline"] += 1
+            elif task.meta.final_state_hash is None:
+                data.skipped["no final_state_hash"] += 1
+            elif replay_task(env, task).state_hash != task.meta.final_state_hash:
+                data.skipped["gold replay does not reach final_state_hash on db.sqlite"] += 1
+            else:
+                data.tasks.append(task)
+        data.tasks = select_tasks(data.tasks, max_tasks_per_domain)
+        loaded[name] = data
+    return loaded
+
+
+@dataclass(frozen=True)
+class Row:
+    """One prompt of the training set: a task, its sampled offer, and what the policy is shown."""
+
+    index: int
+    task: Task
+    spec: RolloutSpec
+    system: str
+    tools: list[dict[str, Any]]
+
+
+def build_rows(data: dict[str, DomainData], experts: list[ExpertConfig], sampling: SamplingConfig,
+               policy_max_chars: int | None = None, show_preferences: bool = True) -> list[Row]:
+    """A row per task, domains in name order, each with its seeded tool subset, prices and preferences."""
+    by_alias = {e.alias: e for e in experts}
+    rows = []
+    for name in sorted(data):
+        item = data[name]
+        for task in item.tasks:
+            spec = sample_spec(task, item.domain, experts, sampling)
+            rows.append(Row(index=len(rows), task=task, spec=spec,
+                            system=system_prompt(item.domain, spec, policy_max_chars, show_preferences),
+                            tools=tool_schemas(item.domain, spec, by_alias)))
+    return rows
+
+
+__all__ = ["DataError", "DomainData", "Row", "build_rows", "load_output", "select_tasks"]
