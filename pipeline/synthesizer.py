@@ -2,6 +2,7 @@
 
 `OfflineSynthesizer` is deterministic and needs no network: it reads the built-in domain specs,
 fills databases from the column hints and instantiates tasks from the intents' templates.
+`LLMSynthesizer` (pipeline/llm/) runs every stage through an OpenAI-compatible endpoint.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from toolscale.domains.tasks import Rejection, Task
 
 from .harden import harden
 from .instantiate import RowIndex, instantiate
+from .llm import LLMSynthesizer
 from .populate import Rows, populate
 
 
@@ -55,3 +57,6 @@ class OfflineSynthesizer:
     def harden(self, domain: Domain, env: Environment, tasks: list[Task], seed: int) -> tuple[list[Task], list[Rejection]]:
         """Harder variants of the synthesized tasks (composition, conditions, relative dates, ...)."""
         return harden(domain, env, tasks, seed)
+
+
+BACKENDS = {"offline": OfflineSynthesizer, "llm": LLMSynthesizer}

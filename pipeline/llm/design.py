@@ -1,0 +1,167 @@
+"""The stages that make a domain folder: design (schema, rules, policy), tools, intents.
+
+Each `build_*` function turns a parsed answer into the domain's artifact through the same code
+that loads a domain folder (`parse_spec`, `load_domain_text`, the RestrictedPython compiler), plus
+smoke checks the loader cannot make alone: the design's generation hints fill a small database
+with its constraints on, and every tool runs once on it without crashing. Whatever fails comes
+back as `Invalid` problems for a repair round.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+from typing import Any
+
+import sqlalchemy as sa
+import yaml
+
+from toolscale.domains import Domain, DomainError, Environment, load_domain_text
+from toolscale.domains.domain import parse_spec
+from toolscale.domains.spec import IDENTIFIER, DomainSpec, Intent
+from toolscale.domains.sql import build_metadata
+from toolscale.domains.toolkit import ToolSpec
+
+from ..populate import Rows, populate
+from .answers import DesignAnswer, IntentProposal, IntentsAnswer, ToolsAnswer
+from .dialogue import Invalid, Problem
+
+SMOKE_SCALE = 1.0  # the scale the offline backend fills at: reference rows may point at generated ones
+_SMOKE_OK = {"ToolError", "InvalidArguments"}
+
+
+def spec_yaml(spec: DomainSpec) -> str:
+    """domain.yaml text for a spec (defaults left out), as the loader reads it back."""
+    data = spec.model_dump(mode="json", exclude_defaults=True)
+    return yaml.safe_dump(data, sort_keys=False, allow_unicode=True, width=110)
+
+
+def _problems(exc: Exception, category: str) -> list[Problem]:
+    return [Problem(category, line) for line in str(exc).splitlines() if line.strip()][:12]
+
+
+def smoke_rows(spec: DomainSpec, seed: int) -> Rows:
+    """Rows from the design's generation hints, inserted with every constraint on."""
+    try:
+        rows = populate(spec, seed, SMOKE_SCALE)
+    except Exception as exc:  # a bad hint fails in many ways (PopulateError, TemplateError, KeyError...)
+        raise Invalid([Problem("generation_hint", f"the gen hints cannot fill the tables: {exc}")]) from None
+    engine = sa.create_engine("sqlite://")
+    sa.event.listen(engine, "connect", lambda conn, _: conn.execute("PRAGMA foreign_keys = ON"))
+    metadata = build_metadata(spec)
+    try:
+        with engine.begin() as conn:
+            metadata.create_all(conn)
+            for table in spec.creation_order():
+                if rows[table.name]:
+                    conn.execute(metadata.tables[table.name].insert(), rows[table.name])
+    except sa.exc.DBAPIError as exc:
+        raise Invalid([Problem("generation_hint", f"generated rows break a constraint: {exc.orig}")]) from None
+    finally:
+        engine.dispose()
+    return rows
+
+
+def build_design(name: str, answer: DesignAnswer, seed: int) -> tuple[DomainSpec, str, Rows]:
+    """(spec, policy, smoke rows) from a design answer, or Invalid."""
+    data = {"name": name, "description": answer.description, "clock": answer.clock.isoformat(),
+            "tables": [t.model_dump(mode="json", exclude_defaults=True) for t in answer.tables],
+            "rules": [r.model_dump(mode="json") for r in answer.rules]}
+    text = yaml.safe_dump(data, sort_keys=False, allow_unicode=True)
+    try:
+        spec = parse_spec(text, f"{name}/domain.yaml")
+    except DomainError as exc:
+        raise Invalid(_problems(exc, "spec")) from None
+    problems = []
+    if not any(t.rows > 0 or t.per is not None for t in spec.tables):
+        problems.append(Problem("spec", "no table gets rows: give the main tables `rows` or `per`"))
+    for rule in spec.rules:
+        bad = [t for t in rule.enforced_by if not re.fullmatch(IDENTIFIER, t)]
+        if bad:
+            problems.append(Problem("spec", f"rule {rule.id!r}: {', '.join(map(repr, bad))} are not tool names"))
+    if problems:
+        raise Invalid(problems)
+    return spec, answer.policy, smoke_rows(spec, seed)
+
+
+def _smoke_value(name: str, schema: dict[str, Any], rows: Rows) -> Any:
+    """An argument value for a smoke call: a real value of a column of that name, else a dummy."""
+    for table_rows in rows.values():
+        for row in table_rows[:1]:
+            if row.get(name) is not None:
+                return row[name]
+    if "anyOf" in schema:
+        return None
+    if "enum" in schema:
+        return schema["enum"][0]
+    return {"string": "x", "integer": 1, "number": 1.0, "boolean": False, "array": []}.get(schema.get("type"), "x")
+
+
+def _smoke_tools(domain: Domain, rows: Rows) -> list[Problem]:
+    problems = []
+    with Environment.from_rows(domain, rows) as env:
+        for spec in domain.toolkit.specs.values():
+            args = {n: _smoke_value(n, s, rows) for n, s in spec.parameters["properties"].items()}
+            with env.fork() as fork:
+                result = fork.call(spec.name, args)
+            if not result.ok and result.error_type not in _SMOKE_OK:
+                problems.append(Problem("tool_crash", f"tool {spec.name!r} crashed when called with {args}: "
+                                                      f"{result.error_type}: {result.error}"))
+    return problems
+
+
+def build_tools(spec: DomainSpec, policy: str, answer: ToolsAnswer, rows: Rows) -> Domain:
+    """The domain with its compiled tools, or Invalid (compile errors, missing tools, crashes)."""
+    try:
+        domain = load_domain_text(spec_yaml(spec), answer.source, policy, spec.name)
+    except DomainError as exc:
+        category = "missing_tool" if "unknown tool" in str(exc) else "tool_compile"
+        raise Invalid(_problems(exc, category)) from None
+    problems = _smoke_tools(domain, rows)
+    if problems:
+        raise Invalid(problems)
+    return domain
+
+
+def _normalized(text: str) -> str:
+    return " ".join(re.findall(r"[a-z0-9]+", text.lower()))
+
+
+def build_intents(domain: Domain, answer: IntentsAnswer, count: int, final: bool) -> list[IntentProposal]:
+    """Valid, distinct intents (at most `count`); Invalid lists the rest unless this is the last round."""
+    tools = domain.toolkit.specs
+    populated = {t.name for t in domain.spec.tables if t.rows > 0 or t.per is not None or t.data}
+    kept: list[IntentProposal] = []
+    seen: set[str] = set()
+    problems: list[Problem] = []
+    for intent in answer.intents:
+        unknown = [t for t in intent.tools if t not in tools]
+        if unknown:
+            problems.append(Problem("unknown_tool", f"intent {intent.name!r} names unknown tool(s) "
+                                                    f"{', '.join(unknown)}; the tools are: {', '.join(tools)}"))
+        elif intent.anchor_table not in populated:
+            choose = ", ".join(sorted(populated))
+            problems.append(Problem("unknown_table", f"intent {intent.name!r}: anchor_table {intent.anchor_table!r} "
+                                                     f"is not a table with rows; choose from {choose}"))
+        elif intent.name not in seen and _normalized(intent.description) not in seen:
+            seen.update((intent.name, _normalized(intent.description)))
+            kept.append(intent)
+    if problems and not final:
+        raise Invalid(problems)
+    if not kept:
+        raise Invalid(problems or [Problem("no_intents", "no usable intent was proposed")])
+    return kept[:count]
+
+
+def with_intents(domain: Domain, intents: list[IntentProposal]) -> Domain:
+    """The domain reloaded with the intents in its spec (no templates: the LLM writes the tasks)."""
+    spec = domain.spec.model_copy(update={"intents": [Intent(name=i.name, description=i.description, kind=i.kind)
+                                                      for i in intents]})
+    return load_domain_text(spec_yaml(spec), domain.toolkit.source, domain.policy, domain.name)
+
+
+def subset_of_tools(domain: Domain, needed: list[str], extra: int, rng: random.Random) -> list[str]:
+    """The intent's tools plus `extra` others drawn at random, in the toolkit's order."""
+    others = [t for t in domain.toolkit.specs if t not in needed]
+    chosen = set(needed) | set(rng.sample(others, min(extra, len(others))))
+    return [t for t in domain.toolkit.specs if t in chosen]

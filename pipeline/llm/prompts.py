@@ -1,0 +1,56 @@
+"""The prompt files: prompts/<stage>.j2 for the user message, prompts/partials/ for shared pieces.
+
+Prompts are found through the path constant `PROMPTS_DIR` (the repository's `prompts/`). Every
+request is a system message (partials/system.j2, one sentence per stage) and the stage's user
+message; machine-readable parts sit in `## Title` sections holding one fenced JSON block.
+`digest(stage)` changes whenever the stage's template or any partial changes; it goes into each
+task's lineage.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from jinja2 import Environment, FileSystemLoader, StrictUndefined
+
+PROMPTS_DIR = Path(__file__).resolve().parents[2] / "prompts"
+STAGES = ("design", "populate", "tools", "intents", "task", "harden", "judge")
+
+
+def _json(value: Any, indent: int | None = None) -> str:
+    return json.dumps(value, ensure_ascii=False, indent=indent, default=str)
+
+
+@lru_cache(maxsize=1)
+def _env() -> Environment:
+    env = Environment(loader=FileSystemLoader(PROMPTS_DIR), undefined=StrictUndefined, autoescape=False,
+                      trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=False)
+    env.filters["json"] = _json
+    return env
+
+
+def render(template: str, **variables: Any) -> str:
+    """Render one template file of prompts/ (e.g. 'task.j2' or 'partials/repair.j2')."""
+    return _env().get_template(template).render(**variables).strip() + "\n"
+
+
+def messages(stage: str, **variables: Any) -> list[dict[str, str]]:
+    """The chat messages of a stage's request."""
+    if stage not in STAGES:
+        raise ValueError(f"unknown prompt stage {stage!r}; stages: {', '.join(STAGES)}")
+    return [{"role": "system", "content": render("partials/system.j2", stage=stage)},
+            {"role": "user", "content": render(f"{stage}.j2", **variables)}]
+
+
+@lru_cache(maxsize=None)
+def digest(stage: str) -> str:
+    """A digest of the stage's template and the shared partials."""
+    h = hashlib.blake2b(digest_size=8)
+    for path in [PROMPTS_DIR / f"{stage}.j2", *sorted((PROMPTS_DIR / "partials").glob("*.j2"))]:
+        h.update(path.name.encode())
+        h.update(path.read_bytes())
+    return h.hexdigest()

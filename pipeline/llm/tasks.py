@@ -1,0 +1,89 @@
+"""The task stage's validator: a task answer becomes a Task only if its gold replays.
+
+Replay follows the offline path (pipeline/instantiate.py): arguments are rendered one action at a
+time against the outputs so far (`{{ out[2].payee_id }}`), each call runs on a fork of the
+initial database, the first failure rejects the candidate, and `communicate_info` is rendered
+from the real outputs afterwards, so nothing a task asks the agent to say is made up by the model.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from toolscale.domains import Domain, Environment
+from toolscale.domains.tasks import (Action, Description, EvaluationCriteria, Lineage, StructuredUserInstructions, Task,
+                                     TaskMeta, UserScenario)
+
+from ..instantiate import difficulty_of
+from ..templating import TemplateError, render_text, render_value
+from .answers import IntentProposal, TaskAnswer
+from .dialogue import Invalid, Problem, Unrepairable
+
+
+class Declined(Unrepairable):
+    """The model said no task fits: a rejection at once, with no repair round."""
+
+
+def _instructions(domain: Domain, answer: TaskAnswer | None) -> StructuredUserInstructions:
+    if answer is None or answer.infeasible is not None:
+        return StructuredUserInstructions(domain=domain.name, reason_for_call="", task_instructions="")
+    return StructuredUserInstructions(domain=domain.name, reason_for_call=answer.reason_for_call,
+                                      known_info=answer.known_info or None, unknown_info=answer.unknown_info or None,
+                                      task_instructions=answer.task_instructions)
+
+
+def _task(domain: Domain, intent: IntentProposal, task_id: str, lineage: Lineage, answer: TaskAnswer | None,
+          actions: list[Action], communicate: list[str], outputs: list[Any], final_hash: str | None) -> Task:
+    writes = sum(domain.toolkit.specs[a.name].kind == "write" for a in actions if a.name in domain.toolkit.specs)
+    meta = TaskMeta(intent=intent.name, kind=intent.kind, difficulty=difficulty_of(len(actions), writes),
+                    lineage=lineage, expected_outputs=outputs, final_state_hash=final_hash)
+    return Task(id=task_id, description=Description(purpose=intent.description),
+                user_scenario=UserScenario(instructions=_instructions(domain, answer)),
+                evaluation_criteria=EvaluationCriteria(actions=actions, communicate_info=communicate,
+                                                       nl_assertions=list(answer.nl_assertions) if answer else []),
+                meta=meta)
+
+
+def build_task(domain: Domain, env: Environment, intent: IntentProposal, tools: list[str], answer: TaskAnswer,
+               task_id: str, lineage: Lineage) -> Task:
+    """The replayed Task, or Invalid naming the unknown tool, the failing call or the bad reference."""
+    if answer.infeasible is not None:
+        raise Declined([Problem("declined", f"the model found no feasible task: {answer.infeasible}")])
+    unknown = [(i, a.name) for i, a in enumerate(answer.actions) if a.name not in tools]
+    if unknown:
+        raise Invalid([Problem("unknown_tool", f"action {i} calls {name!r}, which is not one of the tools offered "
+                                               f"({', '.join(tools)})") for i, name in unknown])
+    actions: list[Action] = []
+    outputs: list[Any] = []
+    with env.fork() as fork:
+        for i, step in enumerate(answer.actions):
+            try:
+                arguments = render_value(step.arguments, {"out": outputs})
+            except TemplateError as exc:
+                raise Invalid([Problem("bad_reference", f"action {i} ({step.name}): {exc}")]) from None
+            result = fork.call(step.name, arguments)
+            if not result.ok:
+                raise Invalid([Problem("replay_failed", f"action {i} ({step.name}) failed: "
+                                                        f"{result.error_type}: {result.error}")])
+            actions.append(Action(action_id=str(i), name=step.name, arguments=arguments))
+            outputs.append(result.output)
+        final_hash = fork.state_hash()
+    communicate = []
+    for j, source in enumerate(answer.communicate):
+        try:
+            value = render_text(source, {"out": outputs}).strip()
+        except TemplateError as exc:
+            raise Invalid([Problem("bad_reference", f"communicate[{j}]: {exc}")]) from None
+        if not value:
+            raise Invalid([Problem("bad_reference", f"communicate[{j}] {source!r} renders empty")])
+        communicate.append(value)
+    return _task(domain, intent, task_id, lineage, answer, actions, communicate, outputs, final_hash)
+
+
+def unbuilt_task(domain: Domain, intent: IntentProposal, task_id: str, lineage: Lineage,
+                 answer: TaskAnswer | None) -> Task:
+    """The candidate as the model last wrote it (unreplayed), kept so its rejection can be read."""
+    actions = [Action(action_id=str(i), name=a.name, arguments=a.arguments)
+               for i, a in enumerate(answer.actions)] if answer else []
+    communicate = list(answer.communicate) if answer else []
+    return _task(domain, intent, task_id, lineage, answer, actions, communicate, [], None)

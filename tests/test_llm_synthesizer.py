@@ -1,0 +1,135 @@
+"""The LLM synthesizer end to end against a real local OpenAI-compatible server: every answer is
+validated like the offline path's artifacts, broken answers are repaired or end as recorded
+rejections, faults lose nothing, and a warm cache sends nothing."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from llm_server import Faults, LLMTestServer
+from toolscale.domains import Environment, replay
+from toolscale.pipeline.llm import LLMClient, LLMConfig, LLMStageError, LLMSynthesizer, SynthesisOptions
+
+DOMAIN = "movie"
+SMALL = SynthesisOptions(intents=4, tasks_per_intent=2, populate_scale=0.1, rows_per_request=4, parents_per_request=4)
+
+
+def synthesize(server: LLMTestServer, cache_dir=None, name: str = DOMAIN, **options):
+    """design, populate and tasks for one domain; (domain, rows, tasks, rejected, usage report)."""
+    config = LLMConfig(base_url=server.base_url, model="toolscale-test", cache_dir=cache_dir, backoff_s=0.01,
+                       timeout_s=options.pop("timeout_s", 10.0), max_in_flight=options.pop("max_in_flight", 16),
+                       synthesis=SMALL.model_copy(update=options))
+    client = LLMClient(config)
+    try:
+        synth = LLMSynthesizer(config, seed=3, client=client)
+        domain = synth.design(name)
+        rows = synth.populate(domain, 3)
+        with Environment.from_rows(domain, rows) as env:
+            tasks, rejected = synth.tasks(domain, env, rows, 3)
+        return domain, rows, tasks, rejected, synth.report()
+    finally:
+        client.close()
+
+
+def dumps(records) -> list[str]:
+    return [json.dumps(r.model_dump(mode="json"), sort_keys=True) for r in records]
+
+
+@pytest.fixture(scope="module")
+def clean_run():
+    with LLMTestServer() as server:
+        return synthesize(server), server.stats
+
+
+def test_a_domain_is_designed_populated_and_tasked_through_the_server(clean_run):
+    (domain, rows, tasks, rejected, usage), stats = clean_run
+    assert domain.name == DOMAIN and len(domain.spec.intents) == 4 and domain.toolkit.specs
+    assert sum(len(r) for r in rows.values()) > 50
+    assert tasks, [r.reason for r in rejected]
+    with Environment.from_rows(domain, rows) as env:
+        for task in tasks:
+            assert task.meta.lineage.backend == "llm" and task.meta.lineage.prompt_digest
+            with env.fork() as fork:
+                results = replay(fork, task.gold_calls())
+                assert all(r.ok for r in results)
+                assert [r.output for r in results] == task.meta.expected_outputs
+                assert fork.state_hash() == task.meta.final_state_hash
+    assert all(r.gate == "synthesis" and r.reason.startswith("llm ") for r in rejected)
+    assert set(usage["stages"]) == {"design", "tools", "intents", "populate", "task"}
+    assert usage["totals"]["requests"] == stats.requests
+    assert usage["totals"]["prompt_tokens"] > 0
+
+
+def test_every_broken_answer_is_repaired_and_the_result_is_the_same(clean_run):
+    faults = Faults(rate=1.0, kinds=("malformed_json", "schema_invalid", "hallucinated_tool", "bad_tool_source"),
+                    max_per_conversation=1)
+    with LLMTestServer(faults=faults) as server:
+        domain, rows, tasks, rejected, usage = synthesize(server)
+    _, clean_rows, clean_tasks, clean_rejected, _ = clean_run[0]
+    faulted = sum(server.stats.faults.values())
+    assert faulted > 10 and usage["totals"]["repair_rounds"] >= faulted  # each broken first answer: a repair
+    assert rows == clean_rows
+    assert dumps(tasks) == dumps(clean_tasks)
+    assert [r.task.id for r in rejected] == [r.task.id for r in clean_rejected]
+
+
+def test_thirty_percent_faulted_requests_finish_and_lose_nothing(clean_run):
+    # the client's timeout must outlast the server's queue (it answers one request at a time)
+    with LLMTestServer(faults=Faults(rate=0.3, timeout_s=1.5, seed=5)) as server:
+        _, rows, tasks, rejected, usage = synthesize(server, timeout_s=1.0, max_in_flight=4)
+    _, clean_rows, clean_tasks, clean_rejected, _ = clean_run[0]
+    kinds = set(server.stats.faults)
+    assert {"429", "500", "timeout"} & kinds and {"malformed_json", "schema_invalid"} & kinds
+    assert usage["totals"]["retries"] > 0 and usage["totals"]["repair_rounds"] > 0
+    assert rows == clean_rows and dumps(tasks) == dumps(clean_tasks)
+    assert [r.task.id for r in rejected] == [r.task.id for r in clean_rejected]
+
+
+def test_tasks_that_stay_broken_end_as_recorded_rejections_with_their_reason():
+    faults = Faults(rate=1.0, kinds=("hallucinated_tool",), stages=("task",), max_per_conversation=99)
+    with LLMTestServer(faults=faults) as server:
+        _, _, tasks, rejected, usage = synthesize(server, repair_rounds=1)
+    assert not tasks
+    unknown = [r for r in rejected if "unknown_tool" in r.reason]
+    assert unknown and all("after 1 repair round" in r.reason and "lookup_everything" in r.reason for r in unknown)
+    assert unknown[0].task.evaluation_criteria.actions[0].name == "lookup_everything"  # the answer, kept
+    assert usage["stages"]["task"]["rejected"]["unknown_tool"] == len(unknown)
+
+
+def test_tools_that_never_compile_fail_the_domain_with_the_compiler_message():
+    faults = Faults(rate=1.0, kinds=("bad_tool_source",), stages=("tools",), max_per_conversation=99)
+    with LLMTestServer(faults=faults) as server:
+        message = r"no valid tools: llm tool_compile after 2 repair rounds: .*tools.py:1: only functions"
+        with pytest.raises(LLMStageError, match=message):
+            synthesize(server)
+        assert server.stats.by_stage["tools"] == 3
+
+
+def test_rows_that_stay_malformed_leave_their_tables_empty_and_the_run_goes_on():
+    faults = Faults(rate=1.0, kinds=("malformed_json",), stages=("populate",), max_per_conversation=99)
+    with LLMTestServer(faults=faults) as server:
+        _, rows, tasks, rejected, usage = synthesize(server, repair_rounds=0)
+    assert not any(rows[t] for t in ("members", "screens", "showtimes"))
+    assert usage["stages"]["populate"]["rejected"]["invalid_json"] == server.stats.by_stage["populate"]
+    assert rows["movies"] and rows["cinemas"]  # reference data comes with the design, not from the model
+    assert any("no_rows: table 'members'" in r.reason for r in rejected)
+
+
+def test_a_rerun_with_a_warm_cache_sends_no_request(tmp_path, clean_run):
+    with LLMTestServer() as server:
+        first = synthesize(server, cache_dir=tmp_path)
+        sent = server.stats.requests
+        second = synthesize(server, cache_dir=tmp_path)
+        assert server.stats.requests == sent
+    assert second[4]["totals"]["requests"] == 0
+    assert second[4]["totals"]["cache_hits"] == first[4]["totals"]["requests"]
+    assert dumps(second[2]) == dumps(first[2]) == dumps(clean_run[0][2])
+
+
+def test_a_new_domain_is_designed_from_its_brief():
+    with LLMTestServer() as server:
+        domain, rows, tasks, _, _ = synthesize(server, name="pet_grooming_salon")
+    assert domain.name == "pet_grooming_salon" and domain.spec.intents
+    assert tasks and all(t.id.startswith("pet_grooming_salon.") for t in tasks)
