@@ -1,0 +1,424 @@
+"""The record API over plain dicts, and a domain's restricted tools run on it.
+
+`DictRecords` is what `db` is inside an exported τ²-bench package. It keeps the contract of
+`records.Records`, which runs over SQLite: values coerced by the schema, new keys from the same
+counters, `find` in the same order, and the database's refusals (NOT NULL, unique keys, foreign
+keys, unbindable values) raised with the same messages. So the same tool source gives the same
+outputs and final states over either store. Where SQLite's own rules decide (type affinity when
+comparing, the order it checks unique indexes in, LIKE ignoring ASCII case, `fetchmany(0)`
+returning every row), they are reproduced here, and tests run both stores side by side.
+
+`DictTools` runs a tools module over `DictRecords` the way `Environment.call` runs it over SQL.
+
+This module is copied verbatim into every exported package, beside sandbox.py, spec.py and the
+SQL-free part of records.py: it may import only those, the standard library and pydantic.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import math
+import re
+import sqlite3
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from .records import DIGEST_MOD, ID_WIDTH, Clock, coerce, row_hash
+from .sandbox import StepBudget, ToolError, compile_tool_module, sandbox_globals
+from .spec import DomainSpec, Table
+
+Rows = dict[str, list[dict[str, Any]]]
+_NUMERIC_TEXT = re.compile(r"\s*[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?\s*")
+_INT64 = (-(1 << 63), (1 << 63) - 1)
+
+
+def _bound(value: Any, position: int) -> Any:
+    """`value` as SQLite binds it: refused as sqlite3 refuses it, NaN as NULL."""
+    if isinstance(value, int) and not _INT64[0] <= value <= _INT64[1]:
+        raise OverflowError("Python int too large to convert to SQLite INTEGER")
+    if isinstance(value, float) and math.isnan(value):
+        return None
+    if value is not None and not isinstance(value, (int, float, str, bytes)):
+        raise sqlite3.ProgrammingError(f"Error binding parameter {position}: type '{type(value).__name__}' "
+                                       "is not supported")
+    return value
+
+
+def _sqlite_real_text(value: float) -> str:
+    text = f"{value:.15g}"
+    mantissa, _, exponent = text.partition("e")
+    if mantissa.lstrip("-").isdigit():
+        mantissa += ".0"
+    return f"{mantissa}e{exponent}" if exponent else mantissa
+
+
+def _probe(column_type: str, value: Any) -> Any:
+    """A bound value as SQLite compares it with a column of this type (the column's affinity)."""
+    if isinstance(value, bool):
+        value = int(value)
+    if column_type in ("integer", "number", "boolean"):
+        if isinstance(value, str) and _NUMERIC_TEXT.fullmatch(value):
+            number = float(value)
+            return int(number) if number.is_integer() and abs(number) < 2 ** 63 else number
+        return value
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return str(value) if isinstance(value, int) else _sqlite_real_text(value)
+    return value
+
+
+def _equal(stored: Any, probe: Any) -> bool:
+    if stored is None or probe is None or isinstance(stored, str) != isinstance(probe, str):
+        return False
+    return stored == probe
+
+
+def _sort_key(value: Any) -> tuple[int, Any]:
+    """SQLite's order: NULL, then numbers, then text (binary), then blobs."""
+    if value is None:
+        return (0, 0)
+    if isinstance(value, (int, float)):
+        return (1, value)
+    return (2, value) if isinstance(value, str) else (3, value)
+
+
+def _like_prefix(prefix: str) -> re.Pattern[str]:
+    """`prefix%` as SQLite's LIKE reads it: `_` any one character, ASCII letters in any case."""
+    pattern = "".join(".*" if ch == "%" else "." if ch == "_" else re.escape(ch) for ch in prefix)
+    return re.compile(pattern + ".*", re.ASCII | re.IGNORECASE | re.DOTALL)
+
+
+class DictRecords:
+    """`db` inside tools: get / find / count / insert / update / delete over {table: {key: row}}."""
+
+    TOOL_API = frozenset({"get", "find", "count", "insert", "update", "delete"})
+
+    def __init__(self, spec: DomainSpec, rows: Rows) -> None:
+        self._spec = spec
+        self._tables = {t.name: t for t in spec.tables}
+        self._rows: dict[str, dict[Any, dict[str, Any]]] = {}
+        for table in spec.tables:
+            pk = table.primary_key.name
+            self._rows[table.name] = {r[pk]: {c.name: r.get(c.name) for c in table.columns}
+                                      for r in rows.get(table.name, [])}
+        self.next_keys: dict[str, int] = {}
+        self.read_only = False
+        self.journal: list[tuple[str, Any, dict[str, Any] | None]] = []  # (table, key, row before) per write
+        self.digest = self.full_digest()
+
+    # reading ----------------------------------------------------------------------------
+    def _table(self, name: str) -> Table:
+        table = self._tables.get(name) if isinstance(name, str) else None
+        if table is None:
+            raise ToolError(f"there is no table {name!r}")
+        return table
+
+    def _fetch(self, table: str, key: Any) -> dict[str, Any] | None:
+        probe = _probe(self._tables[table].primary_key.type, _bound(key, 1))
+        row = self._rows[table].get(probe) if probe is not None else None
+        return dict(row) if row is not None and _equal(row[self._tables[table].primary_key.name], probe) else None
+
+    def get(self, table: str, key: Any) -> dict[str, Any]:
+        """The row with this primary key; ToolError if there is none."""
+        self._table(table)
+        row = self._fetch(table, key)
+        if row is None:
+            raise ToolError(f"no {table} record with id {key!r}")
+        return row
+
+    def find(self, table: str, where: dict[str, Any] | None = None, order_by: str | None = None,
+             limit: int | None = None) -> list[dict[str, Any]]:
+        """Rows whose columns equal `where`, ordered by `order_by` ('-col' descends) then key."""
+        spec = self._table(table)
+        types = {c.name: c.type for c in spec.columns}
+        where = dict(where or {})
+        order = order_by.lstrip("-") if order_by else None
+        for name in [*where, *([order] if order else [])]:
+            if name not in types:
+                raise ToolError(f"table {table!r} has no column {name!r}")
+        columns = tuple(sorted(where))
+        nulls = tuple(c for c in columns if where[c] is None)
+        bound = [c for c in columns if c not in nulls]
+        probes = {c: _probe(types[c], _bound(where[c], i + 1)) for i, c in enumerate(bound)}
+        found = [r for r in self._rows[table].values()
+                 if all(r[c] is None for c in nulls) and all(_equal(r[c], probes[c]) for c in bound)]
+        pk = spec.primary_key.name
+        found.sort(key=lambda r: _sort_key(r[pk]))
+        if order:
+            found.sort(key=lambda r: _sort_key(r[order]), reverse=order_by.startswith("-"))
+        if limit is not None:
+            size = max(int(limit), 0)
+            found = found[:size] if size else found  # sqlite3's fetchmany(0) returns every row
+        return [dict(r) for r in found]
+
+    def count(self, table: str, where: dict[str, Any] | None = None) -> int:
+        return len(self.find(table, where))
+
+    # writing ----------------------------------------------------------------------------
+    def _writable(self, table: str) -> Table:
+        if self.read_only:
+            raise PermissionError(f"a read tool tried to write to {table!r}")
+        return self._table(table)
+
+    def _check(self, spec: Table, values: dict[str, Any]) -> dict[str, Any]:
+        if not isinstance(values, dict):
+            raise ToolError(f"values for {spec.name!r} must be a mapping of column to value")
+        unknown = sorted(set(values) - {c.name for c in spec.columns})
+        if unknown:
+            raise ToolError(f"table {spec.name!r} has no column(s) {', '.join(unknown)}")
+        return {c.name: coerce(spec, c, values[c.name]) for c in spec.columns if c.name in values}
+
+    def _refusal(self, spec: Table, stored: dict[str, Any], changed: list[str], key: Any) -> str | None:
+        """The message SQLite's IntegrityError would carry for writing `stored`, or None."""
+        for col in spec.columns:
+            if col.name in changed and stored[col.name] is None and (col.primary_key or not col.nullable):
+                return f"NOT NULL constraint failed: {spec.name}.{col.name}"
+        pk = spec.primary_key
+        # a rowid (INTEGER) key is checked first; unique indexes newest first, the key's own index last
+        unique = [c for c in reversed(spec.columns) if c.unique and not c.primary_key]
+        order = [pk, *unique] if pk.type == "integer" else [*unique, pk]
+        rows = self._rows[spec.name]
+        for col in order:
+            value = stored[col.name]
+            if col.name not in changed or value is None:
+                continue
+            if value in rows if col is pk else any(k != key and _equal(r[col.name], value) for k, r in rows.items()):
+                return f"UNIQUE constraint failed: {spec.name}.{col.name}"
+        for col in spec.columns:
+            if col.references and col.name in changed and stored[col.name] is not None:
+                target = col.references.split(".")[0]
+                if self._fetch(target, stored[col.name]) is None and not (
+                        target == spec.name and _equal(stored[pk.name], _probe(pk.type, stored[col.name]))):
+                    return "FOREIGN KEY constraint failed"
+        return None
+
+    def _write(self, spec: Table, row: dict[str, Any], changed: list[str], old: dict[str, Any] | None) -> None:
+        """Store `row` as the database would, or raise the ToolError Records raises for its refusal."""
+        stored = dict(row)
+        for position, name in enumerate(changed, 1):
+            stored[name] = _bound(row[name], position)
+        key = stored[spec.primary_key.name]
+        message = self._refusal(spec, stored, changed, key if old is not None else object())
+        if message is not None:
+            raise ToolError(self._explain(spec, row, message))
+        self.journal.append((spec.name, key, old))
+        self._rows[spec.name][key] = stored
+        self.digest = (self.digest + row_hash(spec.name, stored) - (row_hash(spec.name, old) if old else 0)) % DIGEST_MOD
+
+    def _explain(self, spec: Table, row: dict[str, Any], message: str) -> str:
+        for col in spec.columns:
+            if (col.unique or col.primary_key) and f"{spec.name}.{col.name}" in message:
+                return f"{spec.name}.{col.name} {row.get(col.name)!r} is already taken"
+        for col in spec.columns:
+            if col.references and row.get(col.name) is not None:
+                target = col.references.split(".")[0]
+                if self._fetch(target, row[col.name]) is None:
+                    return f"{spec.name}.{col.name}: no {target} record with id {row[col.name]!r}"
+        return f"{spec.name}: the database refused the change ({message})"
+
+    def next_key(self, table: str) -> Any:
+        """The key the next insert into `table` gets: deterministic, one past the largest so far."""
+        spec = self._table(table)
+        if table not in self.next_keys:
+            keys = list(self._rows[table])
+            if spec.primary_key.type == "integer":
+                self.next_keys[table] = (max(keys, default=None) or 0) + 1
+            elif not spec.id_prefix:
+                raise ToolError(f"a new {table} record needs its {spec.primary_key.name}")
+            else:
+                like = _like_prefix(spec.id_prefix)
+                top = max((k for k in keys if isinstance(k, str) and like.fullmatch(k)), default=None)
+                digits = re.sub(r"\D", "", top[len(spec.id_prefix):]) if top else ""
+                self.next_keys[table] = int(digits or 0) + 1
+        n = self.next_keys[table]
+        return n if spec.primary_key.type == "integer" else f"{spec.id_prefix}{n:0{ID_WIDTH}d}"
+
+    def insert(self, table: str, values: dict[str, Any]) -> dict[str, Any]:
+        """Add a row; its key is made for it when not given. Returns the stored row."""
+        spec = self._writable(table)
+        row = self._check(spec, values)
+        pk = spec.primary_key.name
+        made_key = row.get(pk) is None
+        if made_key:
+            row[pk] = self.next_key(table)
+        missing = [c.name for c in spec.columns if c.name not in row and not c.nullable]
+        if missing:
+            raise ToolError(f"a new {table} record needs {', '.join(missing)}")
+        row = {c.name: row.get(c.name) for c in spec.columns}
+        self._write(spec, row, [c.name for c in spec.columns], None)
+        if made_key:
+            self.next_keys[table] += 1
+        return dict(row)
+
+    def update(self, table: str, key: Any, values: dict[str, Any]) -> dict[str, Any]:
+        """Change some columns of one row (never its key). Returns the stored row."""
+        spec = self._writable(table)
+        old = self.get(table, key)
+        changes = self._check(spec, values)
+        if spec.primary_key.name in changes and changes[spec.primary_key.name] != key:
+            raise ToolError(f"the id of a {table} record cannot change")
+        changes.pop(spec.primary_key.name, None)
+        new = {**old, **changes}
+        if changes:
+            self._write(spec, new, sorted(changes), old)
+        return dict(new)
+
+    def delete(self, table: str, key: Any) -> dict[str, Any]:
+        """Remove one row; refused while other rows point at it. Returns the removed row."""
+        spec = self._writable(table)
+        old = self.get(table, key)
+        for other in self._spec.tables:
+            for col in other.columns:
+                if col.references == f"{table}.{spec.primary_key.name}" and self.find(other.name, {col.name: key}, limit=1):
+                    raise ToolError(f"{table} {key!r} is still referenced by {other.name}")
+        pk = old[spec.primary_key.name]
+        self.journal.append((table, pk, self._rows[table].pop(pk)))
+        self.digest = (self.digest - row_hash(table, old)) % DIGEST_MOD
+        return old
+
+    def changes(self) -> list[tuple[str, Any, dict[str, Any] | None]]:
+        """(table, key, the row now or None when deleted) for each row the journal's writes touched."""
+        touched = dict.fromkeys((table, key) for table, key, _ in self.journal)
+        return [(t, k, dict(self._rows[t][k]) if k in self._rows[t] else None) for t, k in touched]
+
+    def copy(self) -> DictRecords:
+        """An independent copy; rows are replaced on write, never changed in place, so they are shared."""
+        twin = object.__new__(DictRecords)
+        twin._spec, twin._tables = self._spec, self._tables
+        twin._rows = {table: dict(rows) for table, rows in self._rows.items()}
+        twin.next_keys, twin.read_only, twin.journal = dict(self.next_keys), False, []
+        twin.digest = self.digest
+        return twin
+
+    def undo(self) -> None:
+        """Put back every row the writes in `journal` changed, newest first, and empty it (not the digest)."""
+        for table, key, before in reversed(self.journal):
+            if before is None:
+                self._rows[table].pop(key, None)
+            else:
+                self._rows[table][key] = before
+        self.journal.clear()
+
+    def dump(self) -> Rows:
+        """Every table's rows, ordered by primary key."""
+        return {t.name: self.find(t.name) for t in self._spec.creation_order()}
+
+    def full_digest(self) -> int:
+        """Records' order-independent digest (the sum of one hash per row), computed from every row."""
+        return sum(row_hash(t, r) for t, rows in self._rows.items() for r in rows.values()) % DIGEST_MOD
+
+
+def compile_tools(source: str, filename: str = "tools.py") -> tuple[Any, dict[str, str]]:
+    """(code, {tool: "read"|"write"}) for tool source toolkit.build_toolkit has accepted.
+
+    Drops what build_toolkit drops before compiling (decorators, annotations) and compiles under
+    the same sandbox policy.
+    """
+    tree = ast.parse(source, filename=filename)
+    kinds: dict[str, str] = {}
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef):
+            for deco in node.decorator_list:
+                if isinstance(deco, ast.Call) and isinstance(deco.func, ast.Name) and deco.func.id == "tool":
+                    kinds[node.name] = deco.args[0].value
+            node.decorator_list = []
+            node.returns = None
+            for arg in node.args.args:
+                arg.annotation = None
+    return compile_tool_module(tree, filename), kinds
+
+
+def validate_arguments(name: str, model: type[BaseModel], arguments: Any) -> dict[str, Any]:
+    """Arguments coerced by the tool's model; ValueError in toolkit.ToolSpec's words otherwise."""
+    try:
+        validated = model.model_validate(arguments)
+    except ValidationError as exc:
+        problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'arguments'}: {e['msg']}" for e in exc.errors())
+        raise ValueError(f"invalid arguments for {name}: {problems}") from None
+    return validated.model_dump(exclude_unset=False)
+
+
+class DictTools:
+    """A domain's tools over DictRecords; `call` returns what Environment.call returns, as a dict.
+
+    Not thread-safe. A failed write call is undone, so it changes nothing.
+    """
+
+    def __init__(self, spec: DomainSpec, source: str, rows: Rows, args_models: dict[str, type[BaseModel]],
+                 filename: str = "tools.py") -> None:
+        self._spec = spec
+        self._code, self.kinds = compile_tools(source, filename)
+        self._models = args_models
+        self._bind(DictRecords(spec, rows))
+
+    def _bind(self, records: DictRecords) -> None:
+        self.records = records
+        self._budget = StepBudget()
+        namespace = sandbox_globals(self._budget, db=records, clock=Clock(self._spec.clock))
+        exec(self._code, namespace)  # compiled under the sandbox policy, see sandbox.py
+        self._functions = {name: namespace[name] for name in self.kinds}
+
+    def fork(self) -> DictTools:
+        """An independent copy of the current state, sharing the compiled code (cheap)."""
+        return self._twin(self.records.copy())
+
+    def with_rows(self, rows: Rows) -> DictTools:
+        """The same tools, compiled once, over other rows."""
+        return self._twin(DictRecords(self._spec, rows))
+
+    def _twin(self, records: DictRecords) -> DictTools:
+        twin = object.__new__(DictTools)
+        twin._spec, twin._code, twin.kinds, twin._models = self._spec, self._code, self.kinds, self._models
+        twin._bind(records)
+        return twin
+
+    def call(self, name: str, arguments: dict[str, Any] | None = None) -> dict[str, Any]:
+        """{name, output, error, error_type}: an output, or an error and the state unchanged."""
+        if name not in self._functions:
+            return _result(name, error=f"unknown tool {name!r}", error_type="UnknownTool")
+        try:
+            args = validate_arguments(name, self._models[name], arguments or {})
+        except ValueError as exc:
+            return _result(name, error=str(exc), error_type="InvalidArguments")
+        self._budget.reset()
+        self.records.journal.clear()
+        if self.kinds[name] == "read":
+            self.records.read_only = True
+            try:
+                return self._run(name, args)
+            finally:
+                self.records.read_only = False
+        digest, next_keys = self.records.digest, dict(self.records.next_keys)
+        result = self._run(name, args)
+        if result["error"] is not None:
+            self.records.undo()
+            self.records.digest, self.records.next_keys = digest, next_keys
+        return result
+
+    def _run(self, name: str, args: dict[str, Any]) -> dict[str, Any]:
+        try:
+            output = json.loads(json.dumps(self._functions[name](**args)))
+        except ToolError as exc:
+            return _result(name, error=str(exc), error_type="ToolError")
+        except Exception as exc:  # a fault in the tool itself: report it, keep the state
+            return _result(name, error=f"{type(exc).__name__}: {exc}", error_type=type(exc).__name__)
+        return _result(name, output=output)
+
+    def dump(self) -> Rows:
+        return self.records.dump()
+
+    def state_hash(self) -> str:
+        """The digest Environment.state_hash gives for the same rows, kept up to date by each write."""
+        return f"{self.records.digest:032x}"
+
+    def recomputed_state_hash(self) -> str:
+        """The same digest computed from scratch by reading every row (for checks)."""
+        return f"{self.records.full_digest():032x}"
+
+
+def _result(name: str, output: Any = None, error: str | None = None, error_type: str | None = None) -> dict[str, Any]:
+    return {"name": name, "output": output, "error": error, "error_type": error_type}
+
+
+__all__ = ["DictRecords", "DictTools", "compile_tools", "validate_arguments"]

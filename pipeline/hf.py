@@ -1,0 +1,343 @@
+"""The Hugging Face dataset repo folder (`OUT/hf/`), written with `datasets`, and how to read it back.
+
+Two configs. `tasks`: one row per accepted task, every τ²-bench field and our meta, lossless
+(`task_from_row(task_row(t)) == t`): action arguments and tool outputs are JSON strings, not a
+union struct of every argument name. `domains`: one row per domain with everything needed to run
+its tasks (spec, tool source, policy, tool schemas, the initial database as JSON), so a task can be
+replayed from the parquet files alone. Tasks are split train/test per domain with a seeded shuffle:
+the same run and seed give byte-identical files.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from datasets import Dataset, Features, List, Value
+
+from toolscale.domains import Domain, Environment, ToolResult, load_domain, load_domain_text, replay
+from toolscale.domains.tasks import Task
+
+SPLITS = ("train", "test")
+TEST_FRACTION = 0.1
+_TEXT = Value("string")
+TASK_FEATURES = Features({
+    "id": _TEXT, "domain": _TEXT, "intent": _TEXT, "kind": _TEXT, "difficulty": _TEXT, "hardening": List(_TEXT),
+    "description": {"purpose": _TEXT, "relevant_policies": _TEXT, "notes": _TEXT},
+    "persona": _TEXT, "reason_for_call": _TEXT, "known_info": _TEXT, "unknown_info": _TEXT,
+    "task_instructions": _TEXT,
+    "initial_state": _TEXT,
+    "actions": List({"action_id": _TEXT, "requestor": _TEXT, "name": _TEXT, "arguments": _TEXT, "info": _TEXT,
+                     "compare_args": List(_TEXT)}),
+    "env_assertions": _TEXT,
+    "communicate_info": List(_TEXT), "nl_assertions": List(_TEXT), "reward_basis": List(_TEXT),
+    "lineage": {"backend": _TEXT, "model": _TEXT, "seed": Value("int64"), "prompt_digest": _TEXT},
+    "expected_outputs": List(_TEXT),
+    "final_state_hash": _TEXT,
+    "gates": List({"gate": _TEXT, "passed": Value("bool"), "reason": _TEXT}),
+})
+DOMAIN_FEATURES = Features({
+    "domain": _TEXT, "description": _TEXT, "clock": _TEXT, "policy": _TEXT,
+    "domain_yaml": _TEXT, "tools_source": _TEXT,
+    "tools": List({"name": _TEXT, "kind": _TEXT, "description": _TEXT, "parameters": _TEXT}),
+    "tables": List({"name": _TEXT, "description": _TEXT, "rows": Value("int64"), "columns": List(_TEXT)}),
+    "database": _TEXT, "database_hash": _TEXT, "tasks": Value("int64"),
+})
+
+
+class PublishError(ValueError):
+    """A run folder that cannot be published; the message names the file and the problem."""
+
+
+@dataclass(frozen=True)
+class BuiltDomain:
+    """One finished domain of a run: its spec and tools, initial rows and accepted tasks."""
+
+    domain: Domain
+    rows: dict[str, list[dict[str, Any]]]
+    state_hash: str
+    tasks: list[Task]
+
+
+@dataclass(frozen=True)
+class Run:
+    """A finished `toolscale generate` output folder, read back."""
+
+    out: Path
+    report: dict[str, Any]
+    domains: dict[str, BuiltDomain]
+
+    @property
+    def seed(self) -> int:
+        return int(self.report.get("seed", 0))
+
+
+def read_run(out: Path) -> Run:
+    """Every finished domain (its tasks.jsonl is written last) of the run in `out`."""
+    out = Path(out)
+    try:
+        report = json.loads((out / "report.json").read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise PublishError(f"{out / 'report.json'}: missing; run `toolscale generate --out {out}` first") from None
+    domains = {}
+    for name in sorted(report.get("domains", {})):
+        folder = out / name
+        if not (folder / "tasks.jsonl").exists():
+            continue
+        domain = load_domain(folder)
+        with Environment.from_sqlite(domain, folder / "db.sqlite") as env:
+            rows, state_hash = env.dump(), env.state_hash()
+        lines = (folder / "tasks.jsonl").read_text(encoding="utf-8").splitlines()
+        domains[name] = BuiltDomain(domain, rows, state_hash, [Task.model_validate_json(line) for line in lines])
+    if not domains:
+        raise PublishError(f"{out}: no finished domain (no <domain>/tasks.jsonl)")
+    return Run(out, report, domains)
+
+
+def assign_splits(task_ids: dict[str, list[str]], seed: int, test_fraction: float = TEST_FRACTION) -> dict[str, str]:
+    """{task id: "train" | "test"}, stratified by domain: per domain a seeded shuffle of its sorted
+    ids sends round(n * test_fraction) of them (at least one when the domain has two) to test."""
+    splits = {}
+    for domain, ids in sorted(task_ids.items()):
+        ordered = sorted(ids)
+        random.Random(f"toolscale-split:{seed}:{domain}").shuffle(ordered)
+        n_test = round(len(ordered) * test_fraction) if len(ordered) > 1 else 0
+        n_test = min(max(n_test, 1 if len(ordered) > 1 and test_fraction > 0 else 0), len(ordered) - 1)
+        splits.update({task_id: "test" if i < n_test else "train" for i, task_id in enumerate(ordered)})
+    return splits
+
+
+def _json(value: Any) -> str | None:
+    return None if value is None else json.dumps(value, ensure_ascii=False)
+
+
+def task_row(task: Task) -> dict[str, Any]:
+    """The `tasks` row of a task: the τ²-bench fields flattened, arguments and outputs as JSON."""
+    instructions, criteria, meta = task.user_scenario.instructions, task.evaluation_criteria, task.meta
+    return {
+        "id": task.id, "domain": instructions.domain, "intent": meta.intent, "kind": meta.kind,
+        "difficulty": meta.difficulty, "hardening": list(meta.hardening),
+        "description": task.description.model_dump() if task.description is not None else None,
+        "persona": task.user_scenario.persona, "reason_for_call": instructions.reason_for_call,
+        "known_info": instructions.known_info, "unknown_info": instructions.unknown_info,
+        "task_instructions": instructions.task_instructions,
+        "initial_state": _json(task.initial_state),
+        "actions": [{**a.model_dump(exclude={"arguments"}), "arguments": _json(a.arguments)} for a in criteria.actions],
+        "env_assertions": _json(criteria.env_assertions),
+        "communicate_info": list(criteria.communicate_info), "nl_assertions": list(criteria.nl_assertions),
+        "reward_basis": list(criteria.reward_basis),
+        "lineage": meta.lineage.model_dump(),
+        "expected_outputs": [json.dumps(o, ensure_ascii=False) for o in meta.expected_outputs],
+        "final_state_hash": meta.final_state_hash,
+        "gates": [{"gate": name, **verdict.model_dump()} for name, verdict in meta.gates.items()],
+    }
+
+
+def task_from_row(row: dict[str, Any]) -> Task:
+    """The Task a `tasks` row holds (the inverse of task_row)."""
+    return Task.model_validate({
+        "id": row["id"],
+        "description": row["description"],
+        "user_scenario": {"persona": row["persona"], "instructions": {
+            "domain": row["domain"], "reason_for_call": row["reason_for_call"], "known_info": row["known_info"],
+            "unknown_info": row["unknown_info"], "task_instructions": row["task_instructions"]}},
+        "initial_state": json.loads(row["initial_state"]) if row["initial_state"] is not None else None,
+        "evaluation_criteria": {
+            "actions": [{**a, "arguments": json.loads(a["arguments"])} for a in row["actions"]],
+            "env_assertions": json.loads(row["env_assertions"]) if row["env_assertions"] is not None else None,
+            "communicate_info": row["communicate_info"], "nl_assertions": row["nl_assertions"],
+            "reward_basis": row["reward_basis"]},
+        "meta": {
+            "intent": row["intent"], "kind": row["kind"], "difficulty": row["difficulty"],
+            "hardening": row["hardening"], "lineage": row["lineage"],
+            "expected_outputs": [json.loads(o) for o in row["expected_outputs"]],
+            "final_state_hash": row["final_state_hash"],
+            "gates": {g["gate"]: {"passed": g["passed"], "reason": g["reason"]} for g in row["gates"]}},
+    })
+
+
+def domain_row(built: BuiltDomain) -> dict[str, Any]:
+    """The `domains` row: what it takes to rebuild the environment and run every task."""
+    domain, spec = built.domain, built.domain.spec
+    return {
+        "domain": domain.name, "description": spec.description, "clock": spec.clock.isoformat(),
+        "policy": domain.policy, "domain_yaml": domain.sources["domain.yaml"],
+        "tools_source": domain.sources["tools.py"],
+        "tools": [{"name": s.name, "kind": s.kind, "description": s.description, "parameters": _json(s.parameters)}
+                  for s in domain.toolkit.specs.values()],
+        "tables": [{"name": t.name, "description": t.description, "rows": len(built.rows.get(t.name, [])),
+                    "columns": [c.name for c in t.columns]} for t in spec.creation_order()],
+        "database": json.dumps(built.rows, ensure_ascii=False), "database_hash": built.state_hash,
+        "tasks": len(built.tasks),
+    }
+
+
+def environment_from_row(row: dict[str, Any]) -> Environment:
+    """The domain's environment in its initial state, from its `domains` row alone."""
+    domain = load_domain_text(row["domain_yaml"], row["tools_source"], row["policy"], origin=f"hf:{row['domain']}")
+    return Environment.from_rows(domain, json.loads(row["database"]))
+
+
+def replay_row(env: Environment, row: dict[str, Any]) -> tuple[list[ToolResult], str]:
+    """Replay a `tasks` row's gold actions on a fork of `env`: (results, final state hash)."""
+    calls = [(a["name"], json.loads(a["arguments"])) for a in row["actions"]]
+    with env.fork() as fork:
+        return replay(fork, calls), fork.state_hash()
+
+
+def data_path(config: str, split: str) -> str:
+    return f"data/{config}/{split}-00000-of-00001.parquet"
+
+
+def _write_parquet(rows: Iterable[dict[str, Any]], features: Features, path: Path) -> int:
+    dataset = Dataset.from_list(list(rows), features=features)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp")
+    dataset.to_parquet(str(tmp))
+    tmp.replace(path)
+    return dataset.num_rows
+
+
+def write_dataset(run: Run, folder: Path, test_fraction: float = TEST_FRACTION) -> dict[str, dict[str, int]]:
+    """Write data/tasks/{train,test}-*.parquet and data/domains/train-*.parquet into `folder`.
+
+    Returns the row count per config and split. The card (README.md) is written by the caller.
+    """
+    import datasets
+
+    datasets.disable_progress_bars()
+    tasks = [t for built in run.domains.values() for t in built.tasks]
+    splits = assign_splits({name: [t.id for t in b.tasks] for name, b in run.domains.items()}, run.seed,
+                           test_fraction)
+    counts: dict[str, dict[str, int]] = {"tasks": {}, "domains": {}}
+    for split in SPLITS:
+        rows = (task_row(t) for t in tasks if splits[t.id] == split)
+        counts["tasks"][split] = _write_parquet(rows, TASK_FEATURES, folder / data_path("tasks", split))
+    counts["domains"]["train"] = _write_parquet((domain_row(b) for b in run.domains.values()), DOMAIN_FEATURES,
+                                                folder / data_path("domains", "train"))
+    return counts
+
+
+def _size_category(n: int) -> str:
+    for limit, label in ((1_000, "n<1K"), (10_000, "1K<n<10K"), (100_000, "10K<n<100K"), (1_000_000, "100K<n<1M")):
+        if n < limit:
+            return label
+    return "n>1M"
+
+
+def _funnel_rows(report: dict[str, Any]) -> list[dict[str, Any]]:
+    rows = []
+    for name, funnel in sorted(report.get("domains", {}).items()):
+        rejected = funnel.get("rejected", {})
+        rows.append({"domain": name, "candidates": funnel["candidates"], "accepted": funnel["accepted"],
+                     "yield": f"{funnel['accepted'] / funnel['candidates']:.0%}" if funnel["candidates"] else "-",
+                     "rejected": ", ".join(f"{gate} {n}" for gate, n in rejected.items()) or "none"})
+    totals = report.get("totals")
+    if totals:
+        rows.append({"domain": "**total**", "candidates": totals["candidates"], "accepted": totals["accepted"],
+                     "yield": f"{totals['accepted'] / totals['candidates']:.0%}" if totals["candidates"] else "-",
+                     "rejected": ", ".join(f"{g} {n}" for g, n in totals.get("rejected", {}).items()) or "none"})
+    return rows
+
+
+def render_card(run: Run, counts: dict[str, dict[str, int]], stats: dict[str, list[dict[str, Any]]],
+                license: str = "apache-2.0") -> str:
+    """README.md of the dataset repo: the YAML header (configs, license, tags) and the card."""
+    from huggingface_hub import DatasetCardData
+
+    from toolscale.quality.stats import markdown_table
+
+    total = sum(counts["tasks"].values())
+    header = DatasetCardData(
+        license=license, language=["en"], pretty_name="toolscale: verifiable tool-use tasks",
+        task_categories=["text-generation"], size_categories=[_size_category(total)],
+        tags=["tool-use", "function-calling", "agents", "tau2-bench", "synthetic"],
+        configs=[{"config_name": "tasks", "default": True,
+                  "data_files": [{"split": s, "path": f"data/tasks/{s}-*.parquet"} for s in SPLITS]},
+                 {"config_name": "domains", "data_files": [{"split": "train", "path": "data/domains/train-*.parquet"}]}],
+    ).to_yaml()
+    domains = ", ".join(run.domains)
+    example = next(iter(run.domains))
+    return f"""---
+{header}
+---
+
+# toolscale: verifiable tool-use tasks
+
+{total:,} tool-use tasks in {len(run.domains)} domains ({domains}), synthesized by toolscale
+with the `{run.report.get('backend', 'offline')}` backend, seed {run.seed}.
+Each task is a [τ²-bench](https://github.com/sierra-research/tau2-bench) `Task`: a user scenario, the gold
+actions that solve it, and what the agent must communicate. Every task kept here passed a fail-closed quality
+gate: its gold actions replay without error and deterministically on the domain's database (see the funnel).
+
+Unlike a flattened export, nothing is lost and nothing else is needed: action arguments and tool outputs are
+JSON strings, and the `domains` config holds each domain's tools (source and schemas), policy, schema and initial
+database, so any task can be replayed from these parquet files alone.
+
+## Configs
+
+- **`tasks`** (default; splits `train` {counts['tasks']['train']:,}, `test` {counts['tasks']['test']:,}, stratified
+  by domain): `id`, `domain`, `intent`, `kind` (read/write), `difficulty`, `hardening`; the τ²-bench fields
+  `description`, `persona`, `reason_for_call`, `known_info`, `unknown_info`, `task_instructions`, `initial_state`,
+  `actions` (`action_id`, `requestor`, `name`, `arguments` as JSON, `info`, `compare_args`), `env_assertions`,
+  `communicate_info`, `nl_assertions`, `reward_basis`; and the provenance: `lineage`, `expected_outputs` (each
+  gold action's output, JSON), `final_state_hash` (the database digest after the gold actions), `gates`.
+- **`domains`** (one row per domain): `description`, `clock`, `policy`, `domain_yaml` (the spec), `tools_source`
+  (restricted Python), `tools` (name, read/write, description, JSON-schema `parameters`), `tables`, `database`
+  (the initial rows as JSON), `database_hash`, `tasks`.
+
+## Statistics
+
+{markdown_table(stats['per_domain'])}
+By difficulty:
+
+{markdown_table(stats['per_difficulty'])}
+<details><summary>Gold-action calls per tool</summary>
+
+{markdown_table(stats['per_tool'])}
+</details>
+
+## Quality funnel
+
+Candidates synthesized, accepted, and rejected by the first gate they failed (from the run's `report.json`):
+
+{markdown_table(_funnel_rows(run.report))}
+## Load
+
+```python
+from datasets import load_dataset
+
+tasks = load_dataset("ORG/NAME", "tasks")                       # or load_dataset("path/to/hf", "tasks")
+domains = load_dataset("ORG/NAME", "domains", split="train")
+task = tasks["train"][0]
+print(task["task_instructions"], [(a["name"], a["arguments"]) for a in task["actions"]])
+```
+
+## Replay a task
+
+With toolscale installed, from the two rows alone:
+
+```python
+import json
+from toolscale.pipeline.hf import environment_from_row, replay_row
+
+domain = next(d for d in domains if d["domain"] == task["domain"])
+env = environment_from_row(domain)               # SQLite in memory, the domain's tools compiled in a sandbox
+results, state_hash = replay_row(env, task)
+assert [r.output for r in results] == [json.loads(o) for o in task["expected_outputs"]]
+assert state_hash == task["final_state_hash"]
+```
+
+Each domain also ships as a τ²-bench domain package (`tau2/<domain>/` in the toolscale output: `get_environment`,
+`get_tasks`, `get_tasks_split`), whose tools run the same restricted source over plain dicts; e.g. for
+`{example}`: `from {example} import get_environment; get_environment().use_tool(name, **arguments)`.
+"""
+
+
+__all__ = ["DOMAIN_FEATURES", "TASK_FEATURES", "BuiltDomain", "PublishError", "Run", "assign_splits", "data_path",
+           "domain_row", "environment_from_row", "read_run", "render_card", "replay_row", "task_from_row",
+           "task_row", "write_dataset"]

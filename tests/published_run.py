@@ -1,0 +1,63 @@
+"""A finished run folder for the publishing tests, built once per test session and then published.
+
+It is written the way `toolscale generate` writes one (the offline synthesizer's stages, the gates,
+the exporters, report.json), without starting Prefect, for the given domains at a reduced scale
+(TOOLSCALE_TEST_SCALE, default 0.3; 1.0 gives the full-size run).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+
+from toolscale.domains import Environment, available_domains
+from toolscale.flows.publish import build_hf, build_tau2
+from toolscale.pipeline.export import atomic_write, write_domain_files, write_jsonl
+from toolscale.pipeline.hf import read_run
+from toolscale.pipeline.synthesizer import OfflineSynthesizer
+from toolscale.quality.gates import run_gates
+from toolscale.quality.report import domain_funnel, totals
+
+SCALE = float(os.environ.get("TOOLSCALE_TEST_SCALE", "0.3"))
+SEED = 5
+_BUILT: dict[tuple[str, ...], Path] = {}
+
+
+def build_run(out: Path, domains: list[str], seed: int = SEED, scale: float = SCALE) -> Path:
+    synth = OfflineSynthesizer(scale=scale)
+    funnels = {}
+    for name in domains:
+        domain = synth.design(name)
+        rows = synth.populate(domain, seed)
+        with Environment.from_rows(domain, rows) as env:
+            candidates, synthesis_rejections = synth.tasks(domain, env, rows, seed)
+            accepted, gate_rejections = run_gates(candidates, env)
+            write_domain_files(out / name, domain, env)
+        rejected = synthesis_rejections + gate_rejections
+        write_jsonl(out / name / "rejected.jsonl", rejected)
+        write_jsonl(out / name / "tasks.jsonl", accepted)
+        funnels[name] = {**domain_funnel(accepted, rejected), "tools": len(domain.toolkit.specs),
+                         "rows": sum(len(r) for r in rows.values())}
+    report = {"backend": "offline", "seed": seed, "scale": scale, "totals": totals(funnels), "domains": funnels,
+              "failed": {}}
+    atomic_write(out / "report.json", json.dumps(report, indent=2) + "\n")
+    return out
+
+
+def publish(out: Path) -> None:
+    """The publish flow's stages, called directly: OUT/hf (data and card) and OUT/tau2."""
+    run = read_run(out)
+    build_hf(run)
+    build_tau2(run)
+
+
+def published_run(domains: tuple[str, ...] | None = None) -> Path:
+    """A published run of `domains` (all built-in ones by default), built on first use."""
+    domains = tuple(domains or available_domains())
+    if domains not in _BUILT:
+        out = Path(tempfile.mkdtemp(prefix="toolscale-published-")) / "out"
+        publish(build_run(out, list(domains)))
+        _BUILT[domains] = out
+    return _BUILT[domains]

@@ -1,0 +1,142 @@
+"""The Hugging Face dataset folder: lossless rows, offline load_dataset, replay from parquet alone, card, stats."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+import yaml
+
+from published_run import published_run
+from toolscale.domains import Task
+from toolscale.flows.publish import build_hf, build_tau2
+from toolscale.pipeline.hf import (SPLITS, TASK_FEATURES, assign_splits, data_path, environment_from_row, read_run,
+                                   replay_row, task_from_row, task_row)
+from toolscale.quality.stats import dataset_stats
+
+DOMAINS = ("railway", "school")
+
+
+@pytest.fixture(scope="module")
+def out() -> Path:
+    return published_run(DOMAINS)
+
+
+def accepted(out: Path) -> list[Task]:
+    return [Task.model_validate_json(line) for name in DOMAINS
+            for line in (out / name / "tasks.jsonl").read_text().splitlines()]
+
+
+def test_every_task_round_trips_through_its_row(out):
+    tasks = accepted(out)
+    assert tasks
+    for task in tasks:
+        row = task_row(task)
+        assert set(row) == set(TASK_FEATURES)
+        assert all(isinstance(a["arguments"], str) for a in row["actions"])
+        assert task_from_row(row) == task
+
+
+LOAD = """
+import json, sys
+from datasets import load_dataset
+folder = sys.argv[1]
+tasks = load_dataset(folder, "tasks")
+domains = load_dataset(folder, "domains", split="train")
+print(json.dumps({"splits": {s: tasks[s].num_rows for s in tasks}, "features": str(tasks["train"].features),
+                  "rows": [r for s in tasks for r in tasks[s]], "domains": [d["domain"] for d in domains]}))
+"""
+
+
+def test_load_dataset_reads_the_folder_offline(out, tmp_path):
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "HF_HOME": str(tmp_path / "hf-home"),
+           "HF_HUB_DISABLE_TELEMETRY": "1"}
+    proc = subprocess.run([sys.executable, "-c", LOAD, str(out / "hf")], capture_output=True, text=True, env=env,
+                          timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    loaded = json.loads(proc.stdout.splitlines()[-1])
+    tasks = {t.id: t for t in accepted(out)}
+    assert sum(loaded["splits"].values()) == len(tasks) and set(loaded["splits"]) == set(SPLITS)
+    assert loaded["features"] == str(TASK_FEATURES)
+    assert sorted(loaded["domains"]) == sorted(DOMAINS)
+    for row in loaded["rows"]:
+        assert task_from_row(row) == tasks[row["id"]]
+
+
+def test_a_task_replays_from_the_parquet_files_alone(out, tmp_path):
+    alone = tmp_path / "alone"
+    for config, split in (("tasks", "train"), ("tasks", "test"), ("domains", "train")):
+        (alone / data_path(config, split)).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(out / "hf" / data_path(config, split), alone / data_path(config, split))
+    domains = {row["domain"]: row for row in pq.read_table(alone / data_path("domains", "train")).to_pylist()}
+    replayed = 0
+    for split in SPLITS:
+        rows = pq.read_table(alone / data_path("tasks", split)).to_pylist()
+        for domain in DOMAINS:
+            env = environment_from_row(domains[domain])
+            assert env.state_hash() == domains[domain]["database_hash"]
+            for row in [r for r in rows if r["domain"] == domain][:40]:
+                results, state_hash = replay_row(env, row)
+                assert [r.output for r in results] == [json.loads(o) for o in row["expected_outputs"]], row["id"]
+                assert state_hash == row["final_state_hash"], row["id"]
+                replayed += 1
+            env.close()
+    assert replayed >= 4 * len(DOMAINS)
+
+
+def test_splits_are_stratified_by_domain_and_seeded():
+    ids = {"a": [f"a.{i:03d}" for i in range(50)], "b": [f"b.{i:03d}" for i in range(9)], "c": ["c.000", "c.001"],
+           "d": ["d.000"]}
+    splits = assign_splits(ids, seed=1)
+    assert splits == assign_splits({k: list(reversed(v)) for k, v in ids.items()}, seed=1)
+    test = Counter(task_id.split(".")[0] for task_id, split in splits.items() if split == "test")
+    assert test == {"a": 5, "b": 1, "c": 1}
+    assert assign_splits(ids, seed=2) != splits
+
+
+def test_publishing_again_writes_the_same_bytes(out):
+    def snapshot() -> dict[str, bytes]:
+        return {p.relative_to(out).as_posix(): p.read_bytes() for folder in ("hf", "tau2")
+                for p in (out / folder).rglob("*") if p.is_file() and "__pycache__" not in p.parts}
+
+    before = snapshot()
+    run = read_run(out)
+    build_hf(run)
+    build_tau2(run)
+    after = snapshot()
+    assert sorted(after) == sorted(before)
+    assert [name for name in before if before[name] != after[name]] == []
+
+
+def test_statistics_count_what_the_files_hold(out):
+    stats = dataset_stats(out / "hf")
+    tasks = accepted(out)
+    per_domain = {r["domain"]: r for r in stats["per_domain"]}
+    for name in DOMAINS:
+        mine = [t for t in tasks if t.domain == name]
+        assert per_domain[name]["tasks"] == len(mine) == per_domain[name]["train"] + per_domain[name]["test"]
+        for level in ("easy", "medium", "hard"):
+            assert per_domain[name][level] == sum(t.meta.difficulty == level for t in mine)
+    calls = Counter((t.domain, a.name) for t in tasks for a in t.evaluation_criteria.actions)
+    assert {(r["domain"], r["tool"]): r["calls"] for r in stats["per_tool"] if r["calls"]} == dict(calls)
+    assert sum(r["tasks"] for r in stats["per_difficulty"]) == len(tasks)
+
+
+def test_the_card_carries_configs_statistics_funnel_and_usage(out):
+    card = (out / "hf" / "README.md").read_text()
+    header = yaml.safe_load(card.split("---")[1])
+    assert [c["config_name"] for c in header["configs"]] == ["tasks", "domains"]
+    assert header["license"] and "tau2-bench" in header["tags"]
+    report = json.loads((out / "report.json").read_text())
+    for name in DOMAINS:
+        funnel = report["domains"][name]
+        assert f"| {name} | {funnel['candidates']:,} | {funnel['accepted']:,} |" in card
+    for heading in ("## Statistics", "## Quality funnel", "## Load", "## Replay a task"):
+        assert heading in card

@@ -1,0 +1,131 @@
+"""Exported τ²-bench packages: τ²-bench's layout, self-contained, and equal to toolscale's runtime."""
+
+from __future__ import annotations
+
+import inspect
+import json
+from pathlib import Path
+
+import pytest
+
+from domain_checks import example_arguments
+from published_run import published_run
+from tau2_replay import compare_runtimes
+from toolscale.domains import Environment, Task, dictdb, load_domain
+from toolscale.pipeline.hf import PublishError, read_run
+from toolscale.pipeline.tau2 import _without_sql, import_package, verify_package, write_package
+
+DOMAINS = ("railway", "school")
+RUNTIME_DIR = Path(dictdb.__file__).parent
+PACKAGE_FILES = ["__init__.py", "environment.py", "data_model.py", "tools.py", "base.py", "compat.py", "utils.py",
+                 "restricted_tools.py", "domain.json", "db.json", "policy.md", "tasks.json", "split_tasks.json",
+                 "README.md", "runtime/__init__.py", "runtime/dictdb.py", "runtime/records.py",
+                 "runtime/sandbox.py", "runtime/spec.py"]
+
+
+@pytest.fixture(scope="module")
+def out() -> Path:
+    return published_run(DOMAINS)
+
+
+def accepted(out: Path, name: str) -> list[Task]:
+    return [Task.model_validate_json(line) for line in (out / name / "tasks.jsonl").read_text().splitlines()]
+
+
+def test_each_package_has_tau2_benchs_files_and_tasks(out):
+    for name in DOMAINS:
+        folder = out / "tau2" / name
+        assert sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file()
+                      and "__pycache__" not in p.parts) == sorted(PACKAGE_FILES)
+        tasks = accepted(out, name)
+        assert json.loads((folder / "tasks.json").read_text()) == [t.tau2() for t in tasks]
+        splits = json.loads((folder / "split_tasks.json").read_text())
+        assert splits["base"] == [t.id for t in tasks]
+        assert sorted(splits["train"] + splits["test"]) == sorted(splits["base"])
+        assert splits["test"] and not set(splits["train"]) & set(splits["test"])
+        db = json.loads((folder / "db.json").read_text())
+        domain = load_domain(out / name)
+        with Environment.from_sqlite(domain, out / name / "db.sqlite") as env:
+            rows = env.dump()
+        for table in domain.spec.tables:
+            assert list(db[table.name].values()) == rows[table.name]
+
+
+def test_the_runtime_is_toolscales_own_source(out):
+    runtime = out / "tau2" / DOMAINS[0] / "runtime"
+    for module in ("dictdb", "sandbox", "spec"):
+        assert (runtime / f"{module}.py").read_text() == (RUNTIME_DIR / f"{module}.py").read_text(), module
+    vendored = (runtime / "records.py").read_text()
+    original = (RUNTIME_DIR / "records.py").read_text().splitlines()
+    assert "sqlalchemy" not in vendored and "class Records" not in vendored
+    assert all(line in original for line in vendored.splitlines()[1:]), "records.py lines are copied, not rewritten"
+    for name in ("coerce", "row_hash", "class Clock", "DIGEST_MOD"):
+        assert name in vendored
+
+
+def test_sql_parts_are_dropped_with_everything_that_uses_them():
+    source = ('"""doc"""\nimport json\nimport sqlalchemy as sa\nfrom .sql import bind\n\nLIMIT = 3\n\n\n'
+              "def table():\n    return sa.Table\n\n\n@decorated\ndef uses_table():\n    return table()\n\n\n"
+              "def plain(x):\n    return json.dumps(x)  # kept as written\n")
+    kept = _without_sql("example", source)
+    assert "import json" in kept and "LIMIT = 3" in kept and "return json.dumps(x)  # kept as written" in kept
+    assert "sqlalchemy" not in kept and "bind" not in kept and "def table" not in kept and "uses_table" not in kept
+    assert "@decorated" not in kept
+
+
+def test_packages_replay_every_accepted_task_as_toolscale_does(out, tmp_path):
+    compared = compare_runtimes(out, tmp_path, every=7)
+    assert compared == {name: len(accepted(out, name)) for name in DOMAINS}
+    assert all(n > 0 for n in compared.values())
+    print(f"tasks compared: {compared} (total {sum(compared.values())})")
+
+
+def test_tool_calls_answer_as_the_environment_does_on_bad_input_too(out):
+    name = DOMAINS[0]
+    package = import_package(out / "tau2" / name)
+    tools = package.get_environment().tools
+    domain = load_domain(out / name)
+    with Environment.from_sqlite(domain, out / name / "db.sqlite") as env:
+        calls = [("no_such_tool", {})]
+        for tool in domain.toolkit.specs:
+            example = example_arguments(domain, tool)
+            calls += [(tool, example), (tool, {**example, "surplus": True}),
+                      (tool, {k: [v] for k, v in example.items()})]
+        for tool, arguments in calls:
+            assert tools.call(tool, arguments) == env.call(tool, arguments).model_dump(), (tool, arguments)
+            assert tools.state_hash() == env.state_hash()
+        assert tools.get_db_hash() == package.get_environment(db=tools.db).get_db_hash()
+
+
+def test_a_failed_tool_call_raises_and_changes_nothing(out):
+    package = import_package(out / "tau2" / DOMAINS[0])
+    tools = package.get_environment().tools
+    before = (tools.get_db_hash(), tools.state_hash())
+    write = next(n for n in tools.tools if tools.tool_type(n) == "write")
+    parameters = inspect.signature(getattr(tools, write)).parameters.values()
+    with pytest.raises(Exception, match="no .* record|not found|invalid|unknown|must"):
+        tools.use_tool(write, **{p.name: "NOPE-000000" if p.annotation is str else 0 for p in parameters})
+    assert (tools.get_db_hash(), tools.state_hash()) == before
+
+
+def test_task_splits_follow_tau2_bench(out):
+    package = import_package(out / "tau2" / DOMAINS[1])
+    splits = package.get_tasks_split()
+    assert [t["id"] for t in package.get_tasks()] == splits["base"]
+    assert [t["id"] for t in package.get_tasks("test")] == splits["test"]
+    assert len(package.get_tasks(None)) == len(splits["base"])
+    with pytest.raises(ValueError, match="Invalid task split name"):
+        package.get_tasks("dev")
+    with pytest.raises(ValueError, match="solo mode"):
+        package.get_environment(solo_mode=True)
+
+
+def test_publishing_refuses_a_package_that_answers_differently(out, tmp_path):
+    built = read_run(out).domains[DOMAINS[0]]
+    folder = write_package(built, tmp_path / DOMAINS[0], splits={})
+    verify_package(folder, built)
+    source = (folder / "restricted_tools.py").read_text()
+    assert "db.get(" in source
+    (folder / "restricted_tools.py").write_text(source.replace("db.get(", "None and db.get("))
+    with pytest.raises(PublishError, match="answers differently|another state"):
+        verify_package(folder, built)
