@@ -6,6 +6,8 @@ inside the run.
 
 from __future__ import annotations
 
+import re
+import json
 import sys
 import time
 from pathlib import Path
@@ -18,12 +20,21 @@ from rich.table import Table
 from toolscale.domains import DomainError, available_domains
 
 from . import progress
+from .runners import RunnerError, parse_runner
 from .settings import configure_prefect, is_startup_failure, reset_ephemeral_database
+from .stages import STAGE_NAMES
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="Synthesize verifiable tool-use environments and tasks, quality-gated.")
 console = Console(stderr=True)
-STAGES = ("design", "populate", "tasks", "harden", "gate", "export")
+STAGES = STAGE_NAMES
+LLM_HELP = {
+    "base_url": "An OpenAI-compatible endpoint, e.g. http://localhost:8000/v1 (vllm serve); the API key comes "
+                "from TOOLSCALE_LLM_API_KEY or OPENAI_API_KEY.",
+    "model": "The model to ask, as the endpoint names it.",
+    "config": "A YAML/JSON file of further llm settings: max_in_flight, max_retries, timeout_s, temperature, "
+              "cache_dir, prices, synthesis sizes (see pipeline/llm/config.py).",
+}
 
 
 def _fail_usage(message: str) -> None:
@@ -73,17 +84,58 @@ def generate(
     domains: str | None = typer.Option(None, help="Comma-separated domains (default: all built-in)."),
     seed: int = typer.Option(0, help="Seed: the same seed gives byte-identical tasks."),
     out: Path = typer.Option(Path("output"), help="Output directory."),
-    backend: str = typer.Option("offline", help="Synthesizer backend: offline."),
+    backend: str | None = typer.Option(None, help="Synthesizer backend: offline, or llm (the default "
+                                       "when --llm-base-url is given)."),
     scale: float = typer.Option(1.0, min=0.01, help="Multiply rows and tasks per domain."),
+    refresh: bool = typer.Option(False, "--refresh", help="Recompute every stage instead of reusing stored ones."),
+    runner: str = typer.Option("threads", help="Where domains run: threads[:N], processes[:N], dask[:N], "
+                               "dask://HOST:PORT, ray[:N], ray://HOST:PORT."),
+    llm_base_url: str | None = typer.Option(None, help=LLM_HELP["base_url"]),
+    model: str | None = typer.Option(None, help=LLM_HELP["model"]),
+    llm_config: Path | None = typer.Option(None, help=LLM_HELP["config"]),
 ) -> None:
-    """Generate databases, tools and quality-gated tasks for the domains."""
-    if backend != "offline":
-        _fail_usage(f"unknown backend {backend!r}; available: offline")
+    """Generate databases, tools and quality-gated tasks for the domains (resuming an interrupted run)."""
+    backend, llm = _backend(backend, llm_base_url, model, llm_config)
     names = _domain_list(domains)
+    _check_runner(runner)
     configure_prefect()
-    from .generate import RunConfig, generate as generate_flow  # imports Prefect: after configure_prefect
+    from .generate import RunConfig  # imports Prefect: after configure_prefect
 
-    config = RunConfig(domains=names, seed=seed, out=out, backend=backend, scale=scale)
+    _execute(RunConfig(domains=names, seed=seed, out=out, backend=backend, llm=llm, scale=scale, refresh=refresh,
+                       runner=runner))
+
+
+def _backend(backend: str | None, base_url: str | None, model: str | None, config_file: Path | None):
+    """(backend, LLMConfig or None) from the command line; exits 2 with the reason when they do not fit."""
+    backend = backend or ("llm" if base_url else "offline")
+    if backend not in ("offline", "llm"):
+        _fail_usage(f"unknown backend {backend!r}; available: offline, llm")
+    if backend == "offline":
+        if base_url or model or config_file:
+            _fail_usage("--llm-base-url, --model and --llm-config are for --backend llm")
+        return backend, None
+    if not base_url or not model:
+        _fail_usage("the llm backend needs --llm-base-url URL and --model NAME")
+    from toolscale.pipeline.llm import LLMConfigError, build_config
+
+    try:
+        return backend, build_config(base_url, model, config_file)
+    except LLMConfigError as exc:
+        _fail_usage(str(exc))
+
+
+def _check_runner(runner: str) -> None:
+    try:
+        parse_runner(runner)
+    except RunnerError as exc:
+        _fail_usage(str(exc))
+
+
+def _execute(config) -> None:
+    """Run the generation for `config` with a progress bar, print the summary, exit 1 if a domain failed."""
+    from .generate import run_generation
+
+    names, out = config.domains, config.out
     started = time.perf_counter()
     with Progress(TextColumn("{task.description:<12}"), BarColumn(), TextColumn("{task.fields[stage]}"),
                   TimeElapsedColumn(), console=console, transient=False) as bar:
@@ -92,21 +144,192 @@ def generate(
         def on_progress(domain: str, stage: str, info: dict) -> None:
             done = STAGES.index(stage) if stage in STAGES else len(STAGES)
             label = {"done": f"{info.get('accepted', 0):,} accepted", "failed": "[red]failed[/red]"}.get(stage, stage)
+            label += " (reused)" if info.get("reused") else ""
             bar.update(rows[domain], completed=done, stage=label)
 
         progress.subscribe(on_progress)
         try:
-            report = _run_flow(generate_flow, config)
-        except DomainError as exc:
+            report = _run_flow(run_generation, config)
+        except (DomainError, RunnerError) as exc:
             _fail_usage(str(exc).splitlines()[0])
         finally:
             progress.unsubscribe(on_progress)
     console.print(_summary(report))
     console.print(f"wrote {out}/ in {time.perf_counter() - started:.1f}s")
+    stages = report["stages"]
+    if not stages["computed"]:
+        console.print(f"nothing to recompute: all {stages['reused']} stage artifacts in {out}/.toolscale/stages "
+                      "are current (--refresh recomputes them)")
+    elif stages["reused"]:
+        console.print(f"resumed: reused {stages['reused']} stage artifacts, computed {stages['computed']}")
     for name, reason in report["failed"].items():
         console.print(f"[red]{name} failed:[/red] {reason.splitlines()[0]}")
+    if report["domains"]:
+        _publish(out)
     if report["failed"]:
         raise typer.Exit(1)
+
+
+def _publish(out: Path) -> None:
+    """The publish flow: OUT/hf (the dataset) and OUT/tau2 (τ²-bench packages) from the finished domains."""
+    from toolscale.pipeline.hf import PublishError
+
+    from .publish import publish
+
+    started = time.perf_counter()
+    try:
+        summary = _run_flow(publish, out)
+    except PublishError as exc:
+        console.print(f"[red]publish failed:[/red] {str(exc).splitlines()[0]}")
+        raise typer.Exit(1)
+    tasks = summary["tasks"]
+    console.print(f"published {out}/hf ({tasks['train']:,} train and {tasks['test']:,} test tasks) and {out}/tau2/ "
+                  f"({len(summary['tau2'])} τ²-bench packages) in {time.perf_counter() - started:.1f}s")
+
+
+@app.command("regenerate-domain")
+def regenerate_domain(
+    name: str = typer.Argument(..., help="The domain to rebuild."),
+    seed: int | None = typer.Option(None, help="Seed for this domain (default: the one it was built with)."),
+    out: Path = typer.Option(Path("output"), help="An existing output directory."),
+    backend: str | None = typer.Option(None, help="Switch the backend: offline or llm (default: as built)."),
+    llm_base_url: str | None = typer.Option(None, help=LLM_HELP["base_url"]),
+    model: str | None = typer.Option(None, help=LLM_HELP["model"]),
+    llm_config: Path | None = typer.Option(None, help=LLM_HELP["config"]),
+) -> None:
+    """Rebuild one domain in an existing output with its settings; the other domains stay as they are."""
+    switch = backend is not None or llm_base_url is not None
+    if switch:
+        backend, llm = _backend(backend, llm_base_url, model, llm_config)
+    if name not in _designed_domains(out):  # a domain new-domain designed into `out` is rebuilt like a built-in
+        _domain_list(name)
+    if not (out / "report.json").is_file():
+        _fail_usage(f"{out}/report.json not found: run `toolscale generate --out {out}` first")
+    configure_prefect()
+    from pydantic import ValidationError
+
+    from .generate import RunConfig, settings_of
+
+    settings = settings_of(out, name)
+    if seed is not None:
+        settings["seed"] = seed
+    if switch:
+        settings.update(backend=backend, llm=llm)
+    try:
+        config = RunConfig(**settings, domains=[name], out=out, refresh=True, merge=True)
+    except ValidationError as exc:
+        _fail_usage(f"{out}/report.json: settings this version cannot use: {exc.errors()[0]['msg']}")
+    _execute(config)
+
+
+def _designed_domains(out: Path) -> set[str]:
+    """The domains of `out`'s report that are not built in (designed by new-domain)."""
+    try:
+        report = json.loads((out / "report.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return set()
+    return {n for n in [*report.get("domains", {}), *report.get("failed", {})] if n not in available_domains()}
+
+
+@app.command("new-domain")
+def new_domain(
+    brief: str = typer.Argument(..., help='A one-line description, e.g. "pet grooming salon".'),
+    out: Path = typer.Option(Path("output"), help="Output directory (the domain is added to its report)."),
+    name: str | None = typer.Option(None, help="The domain's name (default: the brief in snake_case)."),
+    seed: int = typer.Option(0, help="Seed: the same seed and cache give the same domain and tasks."),
+    scale: float = typer.Option(1.0, min=0.01, help="Multiply rows and tasks."),
+    llm_base_url: str | None = typer.Option(None, help=LLM_HELP["base_url"]),
+    model: str | None = typer.Option(None, help=LLM_HELP["model"]),
+    llm_config: Path | None = typer.Option(None, help=LLM_HELP["config"]),
+) -> None:
+    """Design a domain that is not built in from a one-line brief (LLM only), then build its tasks."""
+    if not llm_base_url or not model:
+        _fail_usage("new-domain designs with an LLM: give --llm-base-url URL and --model NAME")
+    _, llm = _backend("llm", llm_base_url, model, llm_config)
+    configure_prefect()
+    from .new_domain import BriefError, new_domain_config
+
+    try:
+        config = new_domain_config(brief, llm, out=out, seed=seed, scale=scale, name=name)
+    except BriefError as exc:
+        _fail_usage(str(exc))
+    _execute(config)
+
+
+@app.command()
+def push(
+    repo: str = typer.Option(..., help="The dataset repo on the Hub, ORG/NAME."),
+    private: bool = typer.Option(False, "--private", help="Create the repo private."),
+    dry_run: bool = typer.Option(False, "--dry-run", help="List what would be sent and where; send nothing."),
+    out: Path = typer.Option(Path("output"), help="Output directory of a finished run."),
+) -> None:
+    """Publish OUT/hf to the Hugging Face Hub (HF_ENDPOINT; the token from HF_TOKEN or `hf auth login`)."""
+    if not re.fullmatch(r"[A-Za-z0-9][\w.-]*/[A-Za-z0-9][\w.-]*", repo):
+        _fail_usage(f"--repo must be ORG/NAME, got {repo!r}")
+    folder = out / "hf"
+    if not (folder / "README.md").is_file():
+        _fail_usage(f"{folder}/README.md not found: run `toolscale generate --out {out}` first")
+    configure_prefect()
+    from .publish import hub_endpoint, hub_token, push as push_flow, upload_plan
+
+    plan = upload_plan(folder)
+    target = f"{hub_endpoint()}/datasets/{repo} ({'private' if private else 'public'})"
+    if dry_run:
+        for path, size in plan:
+            typer.echo(f"{size:>12,}  {path}")
+        typer.echo(f"dry run: would create {target} and upload {len(plan)} files "
+                   f"({sum(size for _, size in plan):,} bytes) in one commit")
+        return
+    if not hub_token():
+        _fail_usage("no Hugging Face token: set HF_TOKEN or run `hf auth login`")
+    try:
+        result = _run_flow(push_flow, folder, repo, private)
+    except Exception as exc:  # the Hub's refusal or a network failure: one line, exit 1
+        console.print(f"[red]push failed:[/red] {str(exc).splitlines()[0]}")
+        raise typer.Exit(1)
+    console.print(f"pushed {len(plan)} files to {result['repo_url']} ({result['commit_url']})")
+
+
+@app.command()
+def train(
+    config: Path = typer.Option(..., "--config", help="A training config, e.g. trainer/configs/cpu-smoke.yaml."),
+    overrides: list[str] = typer.Option([], "--set", help="Override a setting: KEY=VALUE, e.g. grpo.max_steps=3."),
+    dry_run: bool = typer.Option(False, "--dry-run", help="Check the configuration (no GPU needed); train nothing."),
+) -> None:
+    """Train a tool-calling policy with GRPO on accepted tasks (TRL; vLLM rollouts on GPUs)."""
+    configure_prefect()
+    from .train import run_train  # imports Prefect: after configure_prefect
+
+    run_train(config, overrides, dry_run, console, _fail_usage, _run_flow)
+
+
+@app.command("eval")
+def eval_(
+    base_url: str = typer.Option(..., help="The agent: an OpenAI-compatible endpoint, e.g. http://localhost:8000/v1."),
+    model: str = typer.Option(..., help="The agent's model name, as the endpoint names it."),
+    tasks: Path = typer.Option(Path("output"), help="A `toolscale generate` output folder."),
+    domains: str | None = typer.Option(None, help="Comma-separated domains (default: all in the folder)."),
+    per_domain: int | None = typer.Option(None, min=1, help="At most this many tasks per domain."),
+    trials: int = typer.Option(1, min=1, help="k: trials per task (pass^1..pass^k are reported)."),
+    mode: str = typer.Option("solo", help="solo (instruction as first user message) or user (LLM user simulator)."),
+    user_base_url: str | None = typer.Option(None, help="User simulator endpoint (default: the agent's)."),
+    user_model: str | None = typer.Option(None, help="User simulator model (default: the agent's)."),
+    api_key_env: str | None = typer.Option(None, help="Environment variable holding the agent's API key."),
+    price_in: float = typer.Option(0.0, help="Agent $ per million prompt tokens."),
+    price_out: float = typer.Option(0.0, help="Agent $ per million completion tokens."),
+    experts: Path | None = typer.Option(None, help="YAML list of expert endpoints offered as call_expert."),
+    max_turns: int = typer.Option(30, min=1, help="Agent turns before a trial is cut off."),
+    concurrency: int = typer.Option(4, min=1, help="Trials run at once."),
+    out: Path = typer.Option(Path("eval.json"), help="Where the report (summary and every trial) is written."),
+) -> None:
+    """Evaluate an OpenAI-compatible agent on accepted tasks: pass^k per domain, cost, turns."""
+    configure_prefect()
+    from .evaluate import run_eval  # imports Prefect: after configure_prefect
+
+    run_eval(dict(base_url=base_url, model=model, tasks=tasks, domains=domains, per_domain=per_domain,
+                  trials=trials, mode=mode, user_base_url=user_base_url, user_model=user_model,
+                  api_key_env=api_key_env, price_in=price_in, price_out=price_out, experts=experts,
+                  max_turns=max_turns, concurrency=concurrency, out=out), console, _fail_usage, _run_flow)
 
 
 @app.command("list-domains")

@@ -1,126 +1,225 @@
-"""The `generate` flow: one subflow per domain, its stages as Prefect tasks, then the report.
+"""The `generate` flow: one subflow per domain, run concurrently, its stages as Prefect tasks.
 
 Stages are coarse (one Prefect task per stage and domain): Prefect costs 15-25 ms per task run
-here, so per-record tasks would cost more than the work.
+here, so per-record tasks would cost more than the work. Each stage's artifact goes to the stage
+store in the run directory under a key computed before anything runs (flows/stages.py), so:
+- a run resumes from the first stage whose artifact is missing or stale, and a stage that failed
+  left nothing behind to trust;
+- a run with nothing to recompute does not start Prefect at all: it rebuilds the report from the
+  stored artifacts and says so (`stages.computed` is 0 in report.json);
+- `refresh` recomputes every stage of the requested domains.
+Domains run on the configured task runner (flows/runners.py); a domain's subflow and stages run
+on one worker.
 """
 
-from __future__ import annotations
-
+# No `from __future__ import annotations` here: a process or Dask worker gets the flows pickled by
+# value, and Prefect validates their parameters from the annotations, which must be real types.
 import json
 import time
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from prefect import flow, task
 from prefect.cache_policies import NO_CACHE
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from toolscale.domains import Domain, Environment
-from toolscale.domains.tasks import Rejection, Task
-from toolscale.pipeline.export import atomic_write, write_domain_files, write_jsonl
-from toolscale.pipeline.populate import Rows
+from toolscale.pipeline.export import atomic_write
+from toolscale.pipeline.llm import LLMConfig, LLMSynthesizer, merge_reports
 from toolscale.pipeline.synthesizer import OfflineSynthesizer, Synthesizer
-from toolscale.quality.gates import run_gates
-from toolscale.quality.report import domain_funnel, markdown, totals
+from toolscale.quality.report import markdown, totals
 
 from . import progress
-from .artifacts import publish_report_artifacts
+from .runners import parse_runner, task_runner
+from .stages import STAGES, DomainWork, StageCall, is_current, stage_keys
+from .store import StageStore, read_json
+
+STAGE_RETRIES = 2  # for stages that call the synthesizer, when the backend calls out
 
 
 class RunConfig(BaseModel):
+    """One run. `settings()` (everything but where and how it runs) keys the stage artifacts and is
+    recorded in report.json, so keep secrets out of it (add them to RUN_ONLY)."""
+
     model_config = ConfigDict(extra="forbid")
+    RUN_ONLY: ClassVar[set[str]] = {"domains", "out", "runner", "refresh", "merge"}
     domains: list[str] = Field(min_length=1)
     seed: int = 0
     out: Path = Path("output")
-    backend: Literal["offline"] = "offline"
+    backend: Literal["offline", "llm"] = "offline"
+    llm: LLMConfig | None = Field(None, description="the endpoint, model and sizes of the llm backend")
     scale: float = Field(1.0, gt=0)
+    runner: str = "threads"
+    refresh: bool = Field(False, description="recompute every stage, ignoring stored artifacts")
+    merge: bool = Field(False, description="merge into OUT/report.json instead of replacing it")
+
+    @model_validator(mode="after")
+    def _llm_configured(self) -> "RunConfig":
+        if self.backend == "llm" and self.llm is None:
+            raise ValueError("the llm backend needs an llm config (base_url and model)")
+        return self
+
+    @field_validator("runner")
+    @classmethod
+    def _known_runner(cls, value: str) -> str:
+        parse_runner(value)
+        return value
+
+    def settings(self) -> dict[str, Any]:
+        return self.model_dump(mode="json", exclude=self.RUN_ONLY)
 
 
 def synthesizer_for(config: RunConfig) -> Synthesizer:
+    if config.backend == "llm":
+        return LLMSynthesizer(config.llm, seed=config.seed, scale=config.scale)
     return OfflineSynthesizer(scale=config.scale)
 
 
-@task(name="design", cache_policy=NO_CACHE)
-def design_stage(synth: Synthesizer, name: str) -> Domain:
-    return synth.design(name)
+def domain_work(name: str, config: RunConfig) -> DomainWork:
+    synth = synthesizer_for(config)
+    return DomainWork(name, config.out, config.seed, config.scale, synth, StageStore(config.out, name),
+                      stage_keys(name, config.settings(), synth))
 
 
-@task(name="populate", cache_policy=NO_CACHE)
-def populate_stage(synth: Synthesizer, domain: Domain, seed: int) -> tuple[Rows, Environment]:
-    rows = synth.populate(domain, seed)
-    return rows, Environment.from_rows(domain, rows)
+def stages_to_run(work: DomainWork, refresh: bool) -> list[str]:
+    """The stages to compute: all with `refresh`, else from the first one that is not current on."""
+    for i, stage in enumerate(STAGES):
+        if refresh or not is_current(work, stage):
+            return [s.name for s in STAGES[i:]]
+    return []
 
 
-@task(name="tasks", cache_policy=NO_CACHE)
-def tasks_stage(synth: Synthesizer, domain: Domain, env: Environment, rows: Rows,
-                seed: int) -> tuple[list[Task], list[Rejection]]:
-    return synth.tasks(domain, env, rows, seed)
+def domain_entry(work: DomainWork) -> dict[str, Any]:
+    """A domain's part of the report, from its stored artifacts: the funnel and each stage's time."""
+    entry = read_json(work.artifact("export") / "funnel.json")
+    entry["timings_s"] = {s.name: work.store.meta(s.name, work.keys[s.name])["seconds"] for s in STAGES}
+    usage = [read_json(p) for s in STAGES if (p := work.artifact(s.name) / "llm.json").is_file()]
+    if usage:  # the llm backend's requests, tokens and cost, per LLM stage
+        entry["llm"] = merge_reports(usage)
+    return entry
 
 
-@task(name="harden", cache_policy=NO_CACHE)
-def harden_stage(synth: Synthesizer, domain: Domain, env: Environment, candidates: list[Task],
-                 seed: int) -> tuple[list[Task], list[Rejection]]:
-    return synth.harden(domain, env, candidates, seed)
-
-
-@task(name="gate", cache_policy=NO_CACHE)
-def gate_stage(candidates: list[Task], env: Environment) -> tuple[list[Task], list[Rejection]]:
-    return run_gates(candidates, env)
-
-
-@task(name="export", cache_policy=NO_CACHE)
-def export_stage(out: Path, domain: Domain, env: Environment, accepted: list[Task],
-                 rejected: list[Rejection]) -> None:
-    write_domain_files(out, domain, env)
-    write_jsonl(out / "rejected.jsonl", rejected)
-    write_jsonl(out / "tasks.jsonl", accepted)  # last: its presence marks a finished domain
+@task(name="stage", task_run_name="{stage}-{domain}", cache_policy=NO_CACHE)
+def run_stage(stage: str, domain: str, work: DomainWork) -> float:
+    """Compute one stage and publish its artifact; returns the seconds it took."""
+    index = next(i for i, s in enumerate(STAGES) if s.name == stage)
+    earlier = [work.artifact(s.name) for s in STAGES[:index]]
+    start = time.perf_counter()
+    with work.store.writing(stage, work.keys[stage]) as folder:
+        STAGES[index].run(StageCall(work, folder, earlier))
+        usage = work.synth.take_report() if hasattr(work.synth, "take_report") else None
+        if usage:  # the llm backend's requests, tokens and cost while computing this stage
+            (folder / "llm.json").write_text(json.dumps(usage) + "\n")
+        seconds = round(time.perf_counter() - start, 3)
+        (folder / "meta.json").write_text(json.dumps({"stage": stage, "key": work.keys[stage], "seconds": seconds}) + "\n")
+    return seconds
 
 
 @flow(name="build-domain", flow_run_name="build-{name}")
 def build_domain(name: str, config: RunConfig) -> dict[str, Any]:
-    """Every stage for one domain; returns its funnel for the report."""
-    synth = synthesizer_for(config)
-    timings: dict[str, float] = {}
+    """The stages of one domain that are not current; returns its report entry and what it computed."""
+    work = domain_work(name, config)
+    todo = stages_to_run(work, config.refresh)
+    work.store.clean(keep=work.keys)  # temporary folders of killed runs, artifacts of other settings
+    calls_out = config.backend != "offline"
+    try:
+        for stage in STAGES:
+            progress.emit(name, stage.name, reused=stage.name not in todo)
+            if stage.name in todo:
+                retries = STAGE_RETRIES if stage.synthesizer and calls_out else 0
+                run_stage.with_options(retries=retries, retry_delay_seconds=[2, 10])(stage.name, name, work)
+    finally:
+        work.close()
+    return {"entry": domain_entry(work), "computed": todo}
 
-    def timed(stage: str, fn, *args):
-        progress.emit(name, stage)
-        start = time.perf_counter()
-        result = fn(*args)
-        timings[stage] = round(time.perf_counter() - start, 3)
-        return result
 
-    domain = timed("design", design_stage, synth, name)
-    rows, env = timed("populate", populate_stage, synth, domain, config.seed)
-    candidates, synthesis_rejections = timed("tasks", tasks_stage, synth, domain, env, rows, config.seed)
-    candidates, harden_rejections = timed("harden", harden_stage, synth, domain, env, candidates, config.seed)
-    accepted, gate_rejections = timed("gate", gate_stage, candidates, env)
-    rejected = synthesis_rejections + harden_rejections + gate_rejections
-    timed("export", export_stage, config.out / name, domain, env, accepted, rejected)
-    env.close()
-    funnel = domain_funnel(accepted, rejected, tools=list(domain.toolkit.specs))
-    funnel.update(tools=len(domain.toolkit.specs), rows=sum(len(r) for r in rows.values()), timings_s=timings)
-    progress.emit(name, "done", accepted=len(accepted), rejected=len(rejected))
-    return funnel
+@task(name="domain", task_run_name="domain-{name}", cache_policy=NO_CACHE)
+def run_domain(name: str, config: RunConfig) -> dict[str, Any]:
+    """A domain's subflow as a task, so the task runner can run domains side by side."""
+    return build_domain(name, config)
 
 
 @flow(name="generate")
-def generate(config: RunConfig) -> dict[str, Any]:
-    """Build every requested domain and write OUT/report.json."""
+def generate(config: RunConfig, plan: dict[str, list[str]]) -> dict[str, Any]:
+    """Build the domains that have stages to compute (`plan`), on the configured task runner."""
     start = time.perf_counter()
-    config.out.mkdir(parents=True, exist_ok=True)
-    domains: dict[str, dict[str, Any]] = {}
+    futures = {name: run_domain.submit(name, config) for name in config.domains if plan[name]}
+    results: dict[str, dict[str, Any]] = {}
     failed: dict[str, str] = {}
-    for name in config.domains:
+    for name, future in futures.items():
         try:  # one broken domain must not cost the others their work
-            domains[name] = build_domain(name, config)
+            results[name] = future.result()
         except Exception as exc:
             failed[name] = f"{type(exc).__name__}: {exc}"
             progress.emit(name, "failed", reason=failed[name])
-    report = {"backend": config.backend, "seed": config.seed, "scale": config.scale,
-              "totals": totals(domains), "domains": domains, "failed": failed,
-              "timings_s": {"flow": round(time.perf_counter() - start, 3)}}
+    return finish_run(config, results, failed, start, in_flow=True)
+
+
+def finish_run(config: RunConfig, results: dict[str, dict[str, Any]], failed: dict[str, str], start: float,
+               in_flow: bool = False) -> dict[str, Any]:
+    """Write OUT/report.json and report.md for the requested domains (merged into the existing
+    report with `merge`); domains not in `results` or `failed` were reused whole."""
+    domains: dict[str, dict[str, Any]] = {}
+    computed = reused = 0
+    for name in config.domains:
+        if name in failed:
+            continue
+        if name in results:
+            domains[name], done = results[name]["entry"], results[name]["computed"]
+        else:
+            domains[name], done = domain_entry(domain_work(name, config)), []
+        computed, reused = computed + len(done), reused + len(STAGES) - len(done)
+        progress.emit(name, "done", accepted=domains[name]["accepted"], reused=not done)
+    report = {"backend": config.backend, "seed": config.seed, "scale": config.scale, "settings": config.settings()}
+    if config.merge and (config.out / "report.json").exists():
+        report, domains, failed = _merged(read_json(config.out / "report.json"), domains, failed)
+    report.update(totals=totals(domains), domains=domains, failed=failed,
+                  stages={"computed": computed, "reused": reused},
+                  timings_s={"flow": round(time.perf_counter() - start, 3)})
+    if any("llm" in d for d in domains.values()):
+        report["llm"] = merge_reports([d["llm"] for d in domains.values() if "llm" in d])
     atomic_write(config.out / "report.json", json.dumps(report, indent=2) + "\n")
     text = markdown(report, config.out)
     atomic_write(config.out / "report.md", text)
-    publish_report_artifacts(report, text)
+    if in_flow:
+        from .artifacts import publish_report_artifacts
+
+        publish_report_artifacts(report, text)
     return report
+
+
+def _merged(old: dict[str, Any], domains: dict[str, dict[str, Any]],
+            failed: dict[str, str]) -> tuple[dict[str, Any], dict[str, Any], dict[str, str]]:
+    """The old report's settings, its domains with these replaced (in their place) or added."""
+    merged = {**old.get("domains", {}), **domains}
+    for name in failed:
+        merged.pop(name, None)
+    still_failed = {n: why for n, why in old.get("failed", {}).items() if n not in domains}
+    head = {k: old[k] for k in ("backend", "seed", "scale", "settings") if k in old}
+    return head, merged, {**still_failed, **failed}
+
+
+def run_generation(config: RunConfig) -> dict[str, Any]:
+    """Plan the run; start Prefect only if some stage must be computed."""
+    start = time.perf_counter()
+    config.out.mkdir(parents=True, exist_ok=True)
+    plan = {name: stages_to_run(domain_work(name, config), config.refresh) for name in config.domains}
+    if not any(plan.values()):
+        for name in config.domains:
+            for stage in STAGES:
+                progress.emit(name, stage.name, reused=True)
+        return finish_run(config, {}, {}, start)
+    runner = task_runner(config.runner, domains=sum(1 for todo in plan.values() if todo),
+                         io_bound=config.backend != "offline")
+    return generate.with_options(task_runner=runner)(config, plan)
+
+
+def settings_of(out: Path, domain: str) -> dict[str, Any]:
+    """The settings `out` was generated with, and the seed `domain` was built with there (for
+    regenerate-domain). FileNotFoundError when `out` has no report.json."""
+    report = read_json(out / "report.json")
+    settings = dict(report.get("settings") or {k: report[k] for k in ("backend", "seed", "scale") if k in report})
+    settings["seed"] = report.get("domains", {}).get(domain, {}).get("seed", settings.get("seed", 0))
+    return settings
+
+
+__all__ = ["RunConfig", "generate", "run_generation", "settings_of"]

@@ -1,0 +1,134 @@
+"""Scale benchmark: `toolscale generate` at 1x, 4x and 16x the default size, and Prefect's share.
+
+For each scale it runs the real CLI in a fresh directory and prints wall time, accepted tasks,
+candidates, tasks per second, and peak RSS (of the CLI process, and of its whole process tree,
+which includes Prefect's ephemeral server). Then, for the default size, it runs the same stages
+in-process without Prefect (plain function calls, one domain after another) and splits the CLI's
+wall time into stage work and everything else (interpreter and imports, Prefect's server start-up,
+flow and task-run bookkeeping, shutdown); it also times a rerun of the finished run.
+
+    python bench/scale.py                        # 1, 4, 16 (16x takes a while on 2 cores)
+    python bench/scale.py --scales 1,4 --domains bank,weather
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import psutil
+
+MB = 1024 * 1024
+
+
+def toolscale(*args: str) -> list[str]:
+    exe = shutil.which("toolscale")
+    return [exe, *args] if exe else [sys.executable, "-m", "toolscale.flows.cli", *args]
+
+
+def run_measured(cmd: list[str], cwd: Path, out: Path) -> dict[str, float]:
+    """Run `cmd`; wall seconds, and peak RSS (MB) of the process and of its process tree, split at
+    the moment OUT/report.json first appears: generation before it, the publish step after it
+    (which may rewrite report.json, so its mtime does not tell)."""
+    start = time.perf_counter()
+    generated = [None]
+    proc = psutil.Popen(cmd, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    peak = {"gen": 0, "gen_tree": 0, "pub": 0, "pub_tree": 0}
+    done = threading.Event()
+
+    def sample() -> None:
+        while not done.is_set():
+            try:
+                main = proc.memory_info().rss
+                tree = main + sum(c.memory_info().rss for c in proc.children(recursive=True))
+            except psutil.Error:  # a child ended between listing and reading it
+                time.sleep(0.1)
+                continue
+            phase = "pub" if (out / "report.json").exists() else "gen"
+            if phase == "pub" and generated[0] is None:
+                generated[0] = time.perf_counter() - start
+            peak[phase], peak[f"{phase}_tree"] = max(peak[phase], main), max(peak[f"{phase}_tree"], tree)
+            time.sleep(0.1)
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    _, stderr = proc.communicate()
+    done.set()
+    sampler.join()
+    if not (out / "report.json").exists():
+        raise SystemExit(f"{' '.join(cmd)} failed:\n{stderr[-3000:]}")
+    wall = time.perf_counter() - start
+    return {"wall_s": wall, "gen_s": generated[0] or wall, "rc": proc.returncode,
+            **{k: v / MB for k, v in peak.items()}}
+
+
+def plain_stage_seconds(domains: list[str], out: Path) -> float:
+    """The stages of every domain as plain calls (no Prefect run), one domain after another."""
+    from toolscale.flows.generate import RunConfig, domain_work, run_stage, stages_to_run
+
+    config = RunConfig(domains=domains, out=out)
+    start = time.perf_counter()
+    for name in domains:
+        work = domain_work(name, config)
+        try:
+            for stage in stages_to_run(work, refresh=True):
+                run_stage.fn(stage, name, work)
+        finally:
+            work.close()
+    return time.perf_counter() - start
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--scales", default="1,4,16")
+    parser.add_argument("--domains", default=None, help="comma-separated (default: all built-in)")
+    args = parser.parse_args()
+    from toolscale.domains import available_domains
+
+    domains = args.domains.split(",") if args.domains else available_domains()
+    work = Path(tempfile.mkdtemp(prefix="toolscale-scale-"))
+    os.environ.setdefault("PREFECT_HOME", str(work / "prefect"))  # one warm Prefect database for all runs
+    base = ["generate", "--domains", ",".join(domains)]
+    print(f"{len(domains)} domains, {os.cpu_count()} cores; warming Prefect's database ...", flush=True)
+    run_measured(toolscale(*base, "--scale", "0.3", "--out", str(work / "warm")), work, work / "warm")
+    print("generation = until report.json is written; publish = OUT/hf and OUT/tau2 after it; RSS = peak MB "
+          "of the CLI process (tree: with Prefect's server)")
+    print(f"{'scale':>6} {'generate s':>10} {'accepted':>9} {'candidates':>11} {'cand/s':>7} {'RSS':>6} {'tree RSS':>8}"
+          f" {'publish s':>9} {'RSS':>6}  failed domains")
+    results = {}
+    for scale in [float(s) for s in args.scales.split(",")]:
+        out = work / f"x{scale:g}"
+        m = run_measured(toolscale(*base, "--scale", f"{scale:g}", "--out", str(out)), work, out)
+        report = json.loads((out / "report.json").read_text())
+        results[scale] = (m, report)
+        totals = report["totals"]
+        print(f"{scale:>5g}x {m['gen_s']:10.1f} {totals['accepted']:9,} {totals['candidates']:11,} "
+              f"{totals['candidates'] / m['gen_s']:7.1f} {m['gen']:6.0f} {m['gen_tree']:8.0f} "
+              f"{m['wall_s'] - m['gen_s']:9.1f} {m['pub']:6.0f}  {', '.join(report['failed']) or '-'}", flush=True)
+    if 1.0 not in results:
+        return
+    m, report = results[1.0]
+    rerun = run_measured(toolscale(*base, "--out", str(work / "x1")), work, work / "x1")
+    plain = plain_stage_seconds(domains, work / "plain")
+    flow = report["timings_s"]["flow"]
+    gen = m["gen_s"]
+    print(f"\ndefault size: generation {gen:.1f} s (until report.json) = flow {flow:.1f} s + outside the flow "
+          f"{gen - flow:.1f} s (interpreter, imports, Prefect's server start-up)")
+    print(f"  the same stages as plain calls, no Prefect: {plain:.1f} s")
+    print(f"  Prefect's start-up and overhead: {gen - plain:.1f} s = {(gen - plain) / gen:.0%} of the generation "
+          f"({gen - flow:.1f} s outside the flow, {flow - plain:+.1f} s inside it)")
+    print(f"  rerun of the finished run (no stage recomputed; Prefect not started for it): generation "
+          f"{rerun['gen_s']:.1f} s, whole command {rerun['wall_s']:.1f} s")
+    shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

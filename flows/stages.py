@@ -1,0 +1,229 @@
+"""The stages of one domain, in order: plain functions that read the artifacts of the stages before
+them and write their own into a folder (the flow in generate.py only wires them).
+
+Every artifact is plain files, so a stage never depends on objects another stage held in memory:
+a resumed run and an uninterrupted one read the same bytes. Conventions between stages:
+- `design` writes the domain's files (`sources.json`); `populate` writes `rows.json`. Later
+  stages get the Domain, rows and Environment from `DomainWork`, rebuilt from those.
+- a stage that passes tasks on writes `tasks.jsonl` and `rejected.jsonl`; the next such stage reads
+  the latest `tasks.jsonl`, and `export` writes the last one as OUT/<domain>/tasks.jsonl and every
+  stage's `rejected.jsonl`, in stage order, as OUT/<domain>/rejected.jsonl.
+
+Adding a stage is a function `_name(call: StageCall) -> None` and one `Stage(...)` line in STAGES.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import os
+import shutil
+import sqlite3
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from toolscale.domains import Domain, Environment
+from toolscale.domains.domain import load_domain_text
+from toolscale.domains.tasks import Rejection, Task
+from toolscale.pipeline.export import write_domain_files
+from toolscale.pipeline.populate import Rows
+from toolscale.quality.gates import run_gates
+from toolscale.quality.report import domain_funnel
+
+from .digests import code_digest, source_digest, stage_key
+from .store import StageStore, concatenate, read_json, read_jsonl, write_json, write_jsonl
+
+PUBLIC_FILES = ("domain.yaml", "tools.py", "policy.md", "db.sqlite", "tools.json", "rejected.jsonl", "tasks.jsonl")
+
+
+def scaled(domain: Domain, scale: float) -> Domain:
+    """The domain with every intent's template count multiplied by `scale` (at least one)."""
+    if scale == 1:
+        return domain
+    intents = [i.model_copy(update={"template": i.template.model_copy(
+        update={"count": max(1, round(i.template.count * scale))})}) if i.template else i for i in domain.spec.intents]
+    return dataclasses.replace(domain, spec=domain.spec.model_copy(update={"intents": intents}))
+
+
+class DomainWork:
+    """One domain's run: where it writes, its settings and synthesizer, and what the design and
+    populate artifacts load into (loaded once per process, closed by `close`)."""
+
+    def __init__(self, name: str, out: Path, seed: int, scale: float, synth: Any, store: StageStore,
+                 keys: dict[str, str]) -> None:
+        self.name, self.out, self.seed, self.scale, self.synth = name, Path(out), seed, scale, synth
+        self.store, self.keys = store, keys
+        self._domain: Domain | None = None
+        self._rows: Rows | None = None
+        self._env: Environment | None = None
+
+    def artifact(self, stage: str) -> Path:
+        return self.store.path(stage, self.keys[stage])
+
+    def domain(self) -> Domain:
+        if self._domain is None:
+            sources = read_json(self.artifact("design") / "sources.json")
+            domain = load_domain_text(sources["domain.yaml"], sources["tools.py"], sources["policy.md"], self.name)
+            self._domain = scaled(domain, self.scale)
+        return self._domain
+
+    def rows(self) -> Rows:
+        if self._rows is None:
+            self._rows = read_json(self.artifact("populate") / "rows.json")
+        return self._rows
+
+    def env(self) -> Environment:
+        if self._env is None:
+            self._env = Environment.from_rows(self.domain(), self.rows())
+        return self._env
+
+    def close(self) -> None:
+        if self._env is not None:
+            self._env.close()
+        self._domain = self._rows = self._env = None
+
+
+@dataclass
+class StageCall:
+    """One stage at work: the domain, the folder it writes, and the artifacts of the stages before."""
+
+    work: DomainWork
+    out: Path
+    earlier: list[Path] = field(default_factory=list)
+
+    def latest_tasks(self) -> Path:
+        """The file of tasks the latest earlier stage passed on."""
+        return next(p / "tasks.jsonl" for p in reversed(self.earlier) if (p / "tasks.jsonl").exists())
+
+    def tasks(self) -> list[Task]:
+        return list(read_jsonl(self.latest_tasks(), Task))
+
+    def write_tasks(self, tasks: list[Task], rejected: list[Rejection]) -> None:
+        write_jsonl(self.out / "tasks.jsonl", tasks)
+        write_jsonl(self.out / "rejected.jsonl", rejected)
+
+
+def _design(call: StageCall) -> None:
+    write_json(call.out / "sources.json", dict(call.work.synth.design(call.work.name).sources))
+
+
+def _populate(call: StageCall) -> None:
+    write_json(call.out / "rows.json", call.work.synth.populate(call.work.domain(), call.work.seed))
+
+
+def _tasks(call: StageCall) -> None:
+    w = call.work
+    call.write_tasks(*w.synth.tasks(w.domain(), w.env(), w.rows(), w.seed))
+
+
+def _harden(call: StageCall) -> None:
+    w = call.work
+    call.write_tasks(*w.synth.harden(w.domain(), w.env(), call.tasks(), w.seed))
+
+
+def _gate(call: StageCall) -> None:
+    call.write_tasks(*run_gates(call.tasks(), call.work.env()))
+
+
+def _file_digest(path: Path) -> str:
+    with open(path, "rb") as fh:
+        return hashlib.file_digest(fh, "sha256").hexdigest()
+
+
+def _canonical_sqlite(path: Path) -> None:
+    """Rewrite a SQLite file so its bytes depend only on its content.
+
+    SQLAlchemy creates a table's indexes in set order, which differs between two Domain objects
+    (even in one process), so two saves of the same rows can differ in their bytes; recreating the
+    indexes in name order and vacuuming fixes the layout.
+    """
+    tmp = path.with_name(f".{path.name}.canonical.tmp")
+    shutil.copyfile(path, tmp)
+    conn = sqlite3.connect(tmp, isolation_level=None)
+    try:
+        indexes = conn.execute("SELECT name, sql FROM sqlite_master WHERE type = 'index' AND sql IS NOT NULL").fetchall()
+        for name, _ in indexes:
+            conn.execute(f'DROP INDEX "{name}"')
+        for _, sql in sorted(indexes):
+            conn.execute(sql)
+        conn.execute("VACUUM")
+    finally:
+        conn.close()
+    os.replace(tmp, path)
+
+
+def _export(call: StageCall) -> None:
+    """The public files of OUT/<domain>/, then the funnel and the files' digests in the artifact."""
+    w = call.work
+    target = w.out / w.name
+    for leftover in target.glob(".*tmp*"):  # from a run killed while writing
+        leftover.unlink(missing_ok=True)
+    domain, env = w.domain(), w.env()
+    write_domain_files(target, domain, env)
+    _canonical_sqlite(target / "db.sqlite")
+    rejections = [p / "rejected.jsonl" for p in call.earlier if (p / "rejected.jsonl").exists()]
+    concatenate(target / "rejected.jsonl", rejections)
+    concatenate(target / "tasks.jsonl", [call.latest_tasks()])  # last: its presence marks a finished domain
+    accepted = list(read_jsonl(target / "tasks.jsonl", Task))
+    rejected = list(read_jsonl(target / "rejected.jsonl", Rejection))
+    funnel = domain_funnel(accepted, rejected, tools=list(domain.toolkit.specs))
+    funnel.update(tools=len(domain.toolkit.specs), rows=sum(len(r) for r in w.rows().values()), seed=w.seed)
+    write_json(call.out / "funnel.json", funnel)
+    write_json(call.out / "files.json", {name: _file_digest(target / name) for name in PUBLIC_FILES})
+
+
+def _export_intact(work: DomainWork, artifact: Path) -> bool:
+    """The public files are still the ones this export wrote (a user may have changed them)."""
+    target = work.out / work.name
+    try:
+        files = read_json(artifact / "files.json")
+        return all(_file_digest(target / name) == digest for name, digest in files.items())
+    except (OSError, ValueError):
+        return False
+
+
+@dataclass(frozen=True)
+class Stage:
+    """A stage: its function, the toolscale modules it uses (its code version), whether it calls the
+    synthesizer (which may call out: retried, and keyed by the backend's code and the prompts), and an
+    optional check that a stored artifact still holds."""
+
+    name: str
+    run: Callable[[StageCall], None]
+    code: tuple[str, ...] = ()
+    synthesizer: bool = False
+    intact: Callable[[DomainWork, Path], bool] | None = None
+
+
+STAGES: tuple[Stage, ...] = (
+    Stage("design", _design, synthesizer=True),
+    Stage("populate", _populate, synthesizer=True),
+    Stage("tasks", _tasks, synthesizer=True),
+    Stage("harden", _harden, synthesizer=True),
+    Stage("gate", _gate, code=("toolscale.quality.gates",)),
+    Stage("export", _export, code=("toolscale.pipeline.export", "toolscale.quality.report"), intact=_export_intact),
+)
+STAGE_NAMES = tuple(s.name for s in STAGES)
+BASE_CODE = ("toolscale.flows.store", "toolscale.domains")
+
+
+def stage_keys(domain: str, settings: dict[str, Any], synth: Any) -> dict[str, str]:
+    """Every stage's key for `domain` under `settings`, computed before anything runs."""
+    keys: dict[str, str] = {}
+    upstream = source_digest(domain)
+    prompted = getattr(synth, "name", "") != "offline"  # the offline backend reads no prompts
+    for stage in STAGES:
+        modules = BASE_CODE + stage.code + ((type(synth).__module__,) if stage.synthesizer else ())
+        code = code_digest(stage.run, modules, prompts=stage.synthesizer and prompted)
+        upstream = keys[stage.name] = stage_key(stage.name, code, settings, upstream)
+    return keys
+
+
+def is_current(work: DomainWork, stage: Stage) -> bool:
+    """The stage's artifact exists under its key (and, for export, the public files are intact)."""
+    key = work.keys[stage.name]
+    if not work.store.has(stage.name, key):
+        return False
+    return stage.intact is None or stage.intact(work, work.store.path(stage.name, key))

@@ -1,0 +1,121 @@
+"""The stage store: each stage's artifact, in the run directory, under the digest of what made it.
+
+An artifact is a folder `OUT/.toolscale/stages/<domain>/<stage>-<key>/`. A stage writes it in a
+temporary folder beside it that is renamed into place only after the stage returned, so a folder
+under its final name is always complete: a run killed at any moment leaves at worst a temporary
+folder (removed by the next run), and a stage that raised leaves nothing (failures are never
+cached). `meta.json` in each artifact records the stage, its key and the seconds it took.
+
+Files inside an artifact are JSON and JSON Lines, written with the same line format as the
+public exports, so an artifact can be read back without the code that wrote it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, TypeVar
+
+from pydantic import BaseModel
+
+from toolscale.pipeline.export import dumps_line
+
+STORE_DIR = Path(".toolscale") / "stages"
+META = "meta.json"
+Model = TypeVar("Model", bound=BaseModel)
+
+
+class StageStore:
+    """The artifacts of one domain's stages under `OUT/.toolscale/stages/<domain>/`."""
+
+    def __init__(self, out: Path, domain: str) -> None:
+        self.root = Path(out) / STORE_DIR / domain
+
+    def path(self, stage: str, key: str) -> Path:
+        return self.root / f"{stage}-{key}"
+
+    def has(self, stage: str, key: str) -> bool:
+        return (self.path(stage, key) / META).is_file()
+
+    def meta(self, stage: str, key: str) -> dict[str, Any]:
+        return json.loads((self.path(stage, key) / META).read_text(encoding="utf-8"))
+
+    @contextmanager
+    def writing(self, stage: str, key: str) -> Iterator[Path]:
+        """A fresh folder to write the artifact in; published under its key only if the block returns."""
+        final = self.path(stage, key)
+        tmp = self.root / f".{final.name}.{os.getpid()}.tmp"
+        shutil.rmtree(tmp, ignore_errors=True)
+        tmp.mkdir(parents=True)
+        try:
+            yield tmp
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
+        if final.exists():  # --refresh: the new artifact replaces the old one
+            stale = final.with_name(f".{final.name}.{os.getpid()}.old")
+            os.replace(final, stale)
+            shutil.rmtree(stale, ignore_errors=True)
+        os.replace(tmp, final)
+
+    def clean(self, keep: dict[str, str]) -> None:
+        """Remove temporary folders left by killed runs, and artifacts whose key is not in `keep`."""
+        if not self.root.is_dir():
+            return
+        current = {f"{stage}-{key}" for stage, key in keep.items()}
+        for entry in self.root.iterdir():
+            if entry.name.startswith(".") or entry.name not in current:
+                shutil.rmtree(entry, ignore_errors=True)
+
+
+def write_json(path: Path, data: Any, indent: int | None = None) -> None:
+    text = json.dumps(data, ensure_ascii=False, indent=indent, separators=None if indent else (",", ":"))
+    path.write_text(text + "\n", encoding="utf-8")
+
+
+def read_json(path: Path) -> Any:
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def write_jsonl(path: Path, records: Iterable[BaseModel | dict[str, Any]]) -> int:
+    """Stream records to `path`, one per line, in the public exports' line format."""
+    n = 0
+    with open(path, "w", encoding="utf-8") as fh:
+        for record in records:
+            fh.write(dumps_line(record) + "\n")
+            n += 1
+    return n
+
+
+def read_jsonl(path: Path, model: type[Model]) -> Iterator[Model]:
+    """Stream validated records from a JSON Lines file."""
+    with open(path, encoding="utf-8") as fh:
+        for line in fh:
+            if line.strip():
+                yield model.model_validate_json(line)
+
+
+@contextmanager
+def atomic_file(path: Path) -> Iterator[Any]:
+    """A binary file handle whose content appears at `path` only when the block returns."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp")
+    try:
+        with open(tmp, "wb") as fh:
+            yield fh
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    os.replace(tmp, path)
+
+
+def concatenate(path: Path, parts: Iterable[Path], chunk: int = 1 << 20) -> None:
+    """Write the parts one after another into `path`, atomically, without loading them whole."""
+    with atomic_file(path) as out:
+        for part in parts:
+            with open(part, "rb") as src:
+                shutil.copyfileobj(src, out, chunk)

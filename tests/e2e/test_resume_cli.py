@@ -1,0 +1,157 @@
+"""Resume, regenerate-domain and the Dask runner, through the real CLI.
+
+A generation is killed (SIGKILL, with its whole process group) at several points and rerun; the
+result must be byte-identical to an uninterrupted run with the same seed. To keep this module
+fast, every CLI run talks to one Prefect server started for the module (instead of paying ~15 s
+for an ephemeral server per run), and the runs share fixtures.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+ARGS = ["--domains", "bank,weather", "--seed", "3", "--scale", "0.3"]
+STAGES_PER_RUN = 12  # 2 domains x 6 stages
+
+
+def command(*args: str) -> list[str]:
+    exe = shutil.which("toolscale")
+    return [exe, *args] if exe else [sys.executable, "-m", "toolscale.flows.cli", *args]
+
+
+@pytest.fixture(scope="module")
+def env():
+    """The environment for CLI runs: a Prefect server shared by the module's runs."""
+    from prefect.settings import PREFECT_API_URL
+    from prefect.testing.utilities import prefect_test_harness
+
+    with prefect_test_harness(server_startup_timeout=120):
+        yield {**os.environ, "PREFECT_API_URL": PREFECT_API_URL.value()}
+
+
+def toolscale(env: dict, cwd: Path, *args: str) -> subprocess.CompletedProcess:
+    proc = subprocess.run(command(*args), cwd=cwd, env=env, capture_output=True, text=True, timeout=600)
+    proc.said = " ".join(proc.stderr.split())  # as one line: rich wraps long messages
+    return proc
+
+
+def kill_when(env: dict, cwd: Path, args: list[str], ready: Callable[[], bool], timeout: float = 300) -> bool:
+    """Start a CLI run and SIGKILL it (and its children) as soon as `ready()`; False if it ended first."""
+    with open(cwd / "killed-run.log", "ab") as log:
+        proc = subprocess.Popen(command(*args), cwd=cwd, env=env, stdout=log, stderr=log, start_new_session=True)
+    deadline = time.monotonic() + timeout
+    try:
+        while proc.poll() is None and time.monotonic() < deadline:
+            if ready():
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+                return True
+            time.sleep(0.02)
+        return False
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+
+
+def stored(out: Path, temporary: bool = False) -> int:
+    """Published stage artifacts under OUT (or, with `temporary`, any entry, even one being written)."""
+    root = out / ".toolscale" / "stages"
+    if not root.is_dir():
+        return 0
+    return sum(1 for d in root.iterdir() for e in d.iterdir() if temporary or not e.name.startswith("."))
+
+
+def public_files(out: Path) -> dict[str, bytes]:
+    """Every file a user sees in the domains' folders, by relative path."""
+    return {str(p.relative_to(out)): p.read_bytes() for d in ("bank", "weather") for p in sorted((out / d).rglob("*"))
+            if p.is_file()}
+
+
+def funnels(out: Path) -> dict[str, dict]:
+    report = json.loads((out / "report.json").read_text())
+    return {name: {k: v for k, v in entry.items() if k != "timings_s"} for name, entry in report["domains"].items()}
+
+
+@pytest.fixture(scope="module")
+def baseline(env, tmp_path_factory):
+    work = tmp_path_factory.mktemp("baseline")
+    proc = toolscale(env, work, "generate", *ARGS, "--out", str(work / "out"))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return work / "out"
+
+
+@pytest.fixture(scope="module")
+def resumed(env, tmp_path_factory):
+    """A run killed three times (during its first stage, after 5 artifacts, after 11), then finished."""
+    work = tmp_path_factory.mktemp("resumed")
+    out = work / "out"
+    args = ["generate", *ARGS, "--out", str(out)]
+    seen = []
+    for ready in (lambda: stored(out, temporary=True) > 0, lambda: stored(out) >= 5,
+                  lambda: stored(out) >= STAGES_PER_RUN - 1):
+        assert kill_when(env, work, args, ready), "the run ended before the kill point"
+        seen.append(stored(out))
+    final = toolscale(env, work, *args)
+    assert final.returncode == 0, final.stderr[-3000:]
+    return out, seen, final
+
+
+def test_a_killed_run_resumes_to_byte_identical_output(baseline, resumed):
+    out, seen, final = resumed
+    assert seen[0] < 5 <= seen[1] < STAGES_PER_RUN - 1 <= seen[2]
+    assert "resumed: reused" in final.said or "nothing to recompute" in final.said
+    assert public_files(out) == public_files(baseline)
+    assert funnels(out) == funnels(baseline)
+    leftovers = [p for p in out.rglob(".*") if p.name not in (".toolscale",)]
+    assert not leftovers, leftovers
+
+
+def test_a_rerun_of_a_finished_run_does_no_stage_work_and_says_so(env, resumed):
+    out = resumed[0]
+    before = {p: p.stat().st_mtime_ns for p in out.rglob("*") if p.is_file() and ".toolscale" in p.parts}
+    proc = toolscale(env, out.parent, "generate", *ARGS, "--out", str(out))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "nothing to recompute" in proc.said
+    assert json.loads((out / "report.json").read_text())["stages"] == {"computed": 0, "reused": STAGES_PER_RUN}
+    assert {p: p.stat().st_mtime_ns for p in before} == before
+
+
+def test_regenerate_domain_rebuilds_one_domain_and_leaves_the_others_byte_identical(env, baseline, tmp_path):
+    out = tmp_path / "out"
+    shutil.copytree(baseline, out)
+    bank = {p: (p.read_bytes(), p.stat().st_mtime_ns) for p in (out / "bank").iterdir()}
+    old = json.loads((out / "report.json").read_text())
+    proc = toolscale(env, tmp_path, "regenerate-domain", "weather", "--seed", "4", "--out", str(out))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert {p: (p.read_bytes(), p.stat().st_mtime_ns) for p in (out / "bank").iterdir()} == bank
+    assert (out / "weather/tasks.jsonl").read_bytes() != (baseline / "weather/tasks.jsonl").read_bytes()
+    report = json.loads((out / "report.json").read_text())
+    assert list(report["domains"]) == ["bank", "weather"]
+    assert report["domains"]["bank"] == old["domains"]["bank"]
+    assert report["domains"]["weather"]["seed"] == 4 and report["seed"] == 3
+    assert report["totals"]["accepted"] == sum(d["accepted"] for d in report["domains"].values())
+    assert '"seed":4' in (out / "weather/tasks.jsonl").open().readline()
+
+
+def test_regenerate_domain_needs_an_existing_output(env, tmp_path):
+    proc = toolscale(env, tmp_path, "regenerate-domain", "bank", "--out", str(tmp_path / "none"))
+    assert proc.returncode == 2 and "report.json not found" in proc.said
+
+
+def test_a_local_dask_cluster_gives_the_default_runners_output(env, baseline, tmp_path):
+    pytest.importorskip("prefect_dask", reason="the dask runner needs prefect-dask (pip install 'toolscale[dask]')")
+    proc = toolscale(env, tmp_path, "generate", *ARGS, "--runner", "dask:2", "--out", str(tmp_path / "out"))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert public_files(tmp_path / "out") == public_files(baseline)
+    assert funnels(tmp_path / "out") == funnels(baseline)
