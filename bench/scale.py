@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -66,7 +67,8 @@ def run_measured(cmd: list[str], cwd: Path, out: Path) -> dict[str, float]:
     if not (out / "report.json").exists():
         raise SystemExit(f"{' '.join(cmd)} failed:\n{stderr[-3000:]}")
     wall = time.perf_counter() - start
-    return {"wall_s": wall, "gen_s": generated[0] or wall, "rc": proc.returncode,
+    said = re.search(r"wrote \S+ in ([\d.]+)s", " ".join(stderr.split()))  # the CLI's own time for the generation
+    return {"wall_s": wall, "gen_s": generated[0] or wall, "cli_gen_s": float(said[1]) if said else wall,
             **{k: v / MB for k, v in peak.items()}}
 
 
@@ -126,7 +128,7 @@ def main() -> None:
     print(f"  Prefect's start-up and overhead: {gen - plain:.1f} s = {(gen - plain) / gen:.0%} of the generation "
           f"({gen - flow:.1f} s outside the flow, {flow - plain:+.1f} s inside it)")
     print(f"  rerun of the finished run (no stage recomputed; Prefect not started for it): generation "
-          f"{rerun['gen_s']:.1f} s, whole command {rerun['wall_s']:.1f} s")
+          f"{rerun['cli_gen_s']:.1f} s, whole command (with the publish step) {rerun['wall_s']:.1f} s")
     shutil.rmtree(work, ignore_errors=True)
 
 
