@@ -25,7 +25,10 @@ import threading
 import time
 from pathlib import Path
 
-import psutil
+try:
+    import psutil  # installed with the test and dask extras (distributed needs it)
+except ImportError:
+    raise SystemExit("bench/scale.py needs psutil: pip install -e '.[test]'") from None
 
 MB = 1024 * 1024
 
