@@ -12,7 +12,6 @@ from collections.abc import Iterator
 from functools import lru_cache
 from typing import Any
 
-Path = tuple[Any, ...]
 
 
 def spellings(value: Any) -> set[str]:
@@ -43,12 +42,15 @@ def _tokens(text: str) -> frozenset[str]:
     return frozenset(tokens | {t.split("-")[0] for t in tokens if "-" in t})
 
 
+_ONE_TOKEN = re.compile(r"[\w.@-]+")
+
+
 def appears_in(value: Any, text: str) -> bool:
     """Does any spelling of `value` occur in `text` as a whole token? (`text` already normalized)."""
     tokens = _tokens(text)
     for spelling in spellings(value):
         lowered = spelling.lower()
-        if re.fullmatch(r"[\w.@-]+", lowered):
+        if _ONE_TOKEN.fullmatch(lowered):
             if lowered in tokens:
                 return True
         elif spelling and _token_pattern(spelling).search(text):
@@ -56,16 +58,19 @@ def appears_in(value: Any, text: str) -> bool:
     return False
 
 
-def walk(output: Any, path: Path = ()) -> Iterator[tuple[Path, Any]]:
-    """Every (path, leaf value) in a JSON-like output."""
-    if isinstance(output, dict):
-        for key, value in output.items():
-            yield from walk(value, (*path, key))
-    elif isinstance(output, list):
-        for i, value in enumerate(output):
-            yield from walk(value, (*path, i))
-    else:
-        yield path, output
+def leaves(output: Any) -> list[Any]:
+    """Every leaf value of a JSON-like output, depth first in document order."""
+    found: list[Any] = []
+    stack = [output]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, dict):
+            stack.extend(reversed(list(node.values())))
+        elif isinstance(node, list):
+            stack.extend(reversed(node))
+        else:
+            found.append(node)
+    return found
 
 
 def same_value(a: Any, b: Any) -> bool:
@@ -80,6 +85,11 @@ def same_value(a: Any, b: Any) -> bool:
 
 def value_key(value: Any) -> Any:
     """A hashable form under which `same_value` values are equal."""
+    kind = type(value)
+    if kind is str:  # the common cases first, by exact type: this runs for every leaf of every output
+        return ("s", value.strip().lower())
+    if kind is int or kind is float:
+        return ("n", float(value))
     if isinstance(value, bool) or value is None:
         return ("b", value)
     if isinstance(value, (int, float)):
@@ -89,43 +99,26 @@ def value_key(value: Any) -> Any:
     return ("o", repr(value))
 
 
-def found_in_outputs(value: Any, outputs: list[Any]) -> bool:
-    return any(same_value(value, leaf) for output in outputs for _, leaf in walk(output))
-
-
-def locate_spelling(spelling: str, outputs: list[Any]) -> tuple[int, Path, str] | None:
-    """Where a communicated string comes from: (action index, path, format), first match wins."""
-    for i, output in enumerate(outputs):
-        for path, leaf in walk(output):
+def _spelled(info: str, outputs: list[Any]) -> bool:
+    """Is `info` exactly how some output value is written (as is, or as money with two decimals)?"""
+    for output in outputs:
+        for leaf in leaves(output):
             if isinstance(leaf, bool) or leaf is None:
                 continue
-            if isinstance(leaf, (int, float)) and spelling == f"{leaf:.2f}":
-                return i, path, "money"
-            if str(leaf) == spelling:
-                return i, path, "str"
-    return None
-
-
-def read_path(output: Any, path: Path) -> Any:
-    for key in path:
-        output = output[key]
-    return output
-
-
-def spell(value: Any, fmt: str) -> str:
-    return f"{value:.2f}" if fmt == "money" else str(value)
+            if isinstance(leaf, (int, float)) and info == f"{leaf:.2f}" or str(leaf) == info:
+                return True
+    return False
 
 
 def derivable(info: str, outputs: list[Any]) -> bool:
     """Can a communicated string be read off the outputs? As a value, part of a value, a list's
     length, or a list of such parts ("A; B", "9-4")."""
-    if locate_spelling(info, outputs) is not None:
+    if _spelled(info, outputs):
         return True
     lowered = info.strip().lower()
-    for output in outputs:
-        for _, leaf in walk(output):
-            if isinstance(leaf, str) and len(lowered) >= 3 and lowered in leaf.lower():
-                return True
+    if len(lowered) >= 3 and any(isinstance(leaf, str) and lowered in leaf.lower()
+                                 for output in outputs for leaf in leaves(output)):
+        return True
     if lowered.isdigit() and any(isinstance(node, list) and len(node) == int(lowered)
                                  for output in outputs for node in _containers(output)):
         return True

@@ -19,7 +19,7 @@ import sqlalchemy as sa
 
 from .sandbox import ToolError
 from .spec import Column, DomainSpec, Table
-from .sql import Statements, bind
+from .sql import Statements
 
 DIGEST_MOD = 1 << 128
 ID_WIDTH = 6
@@ -121,8 +121,8 @@ class Records:
         return table
 
     def _execute(self, key: tuple[Any, ...], build, params: dict[str, Any]) -> Any:
-        sql, order = self._sql.get(key, build)
-        return self._cursor.execute(sql, bind(order, params))
+        sql, bind = self._sql.get(key, build)
+        return self._cursor.execute(sql, bind(params))
 
     def _fetch(self, table: str, key: Any) -> dict[str, Any] | None:
         sa_table = self._sa[table]

@@ -12,12 +12,13 @@ from __future__ import annotations
 import ast
 import builtins
 import operator
+import unicodedata
 from collections.abc import Iterable, Iterator
 from types import CodeType
 from typing import Any
 
 from RestrictedPython import RestrictingNodeTransformer, compile_restricted_exec
-from RestrictedPython.Guards import guarded_iter_unpack_sequence, guarded_unpack_sequence
+from RestrictedPython.Guards import guarded_unpack_sequence
 
 STEP_BUDGET = 1_000_000
 
@@ -129,6 +130,14 @@ def _guarded_getattr(obj: Any, name: str, *default: Any) -> Any:
     raise AttributeError(f"attribute {name!r} of {kind.__name__} is not available to tools")
 
 
+def _iter_unpack_sequence(iterable: Iterable[Any], spec: dict[str, Any], getiter: Any) -> Iterator[Any]:
+    """`for a, b in ...`: RestrictedPython's guard, except that flat tuples (dict items, zips,
+    enumerates) pass as they are: a tuple's own iteration runs no tool code."""
+    flat = not spec["childs"]
+    for item in getiter(iterable):
+        yield item if flat and type(item) is tuple else guarded_unpack_sequence(item, spec, getiter)
+
+
 _INPLACE = {"+=": operator.iadd, "-=": operator.isub, "*=": operator.imul, "/=": operator.itruediv,
             "//=": operator.ifloordiv, "%=": operator.imod, "|=": operator.ior, "&=": operator.iand}
 
@@ -145,16 +154,37 @@ _SAFE_BUILTINS = {name: getattr(builtins, name)
                                "round", "set", "sorted", "str", "sum", "tuple", "zip")}
 
 
+# Letters that Unicode does not decompose into a base letter plus accents.
+_UNDECOMPOSED = str.maketrans({"ß": "ss", "ẞ": "SS", "ð": "d", "Ð": "D", "þ": "th", "Þ": "Th", "ø": "o", "Ø": "O",
+                               "æ": "ae", "Æ": "AE", "œ": "oe", "Œ": "OE", "ł": "l", "Ł": "L", "đ": "d", "Đ": "D",
+                               "ı": "i"})
+
+
+def digits_of(text: str) -> str:
+    """The digits of a text, in order: how tools compare phone numbers and codes in any format."""
+    return "".join(filter(str.isdigit, text))
+
+
+def unaccent(text: str) -> str:
+    """The text without accents ("Córdoba" -> "Cordoba", "Straße" -> "Strasse"): for matching names."""
+    decomposed = unicodedata.normalize("NFKD", text.translate(_UNDECOMPOSED))
+    return "".join(c for c in decomposed if not unicodedata.combining(c))
+
+
+# Text helpers tools would otherwise write as per-character loops, which the guards make slow.
+_HELPERS = {"digits_of": digits_of, "unaccent": unaccent}
+
+
 def sandbox_globals(budget: StepBudget, **names: Any) -> dict[str, Any]:
     """The globals a compiled tools module executes in; `names` adds db, clock and friends."""
     return {
-        "__builtins__": dict(_SAFE_BUILTINS),
+        "__builtins__": {**_SAFE_BUILTINS, **_HELPERS},
         "__name__": "tools",
         "_getattr_": _guarded_getattr,
         "_getitem_": operator.getitem,
         "_write_": lambda obj: obj,
         "_getiter_": budget.iterate,
-        "_iter_unpack_sequence_": guarded_iter_unpack_sequence,
+        "_iter_unpack_sequence_": _iter_unpack_sequence,
         "_unpack_sequence_": guarded_unpack_sequence,
         "_inplacevar_": _inplace,
         "_apply_": lambda fn, *args, **kwargs: fn(*args, **kwargs),

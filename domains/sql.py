@@ -7,6 +7,7 @@ times the query itself, while every statement still comes from SQLAlchemy Core.
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -38,35 +39,49 @@ def build_metadata(spec: DomainSpec) -> sa.MetaData:
     return metadata
 
 
+Binder = Callable[[dict[str, Any]], Any]
+
+
 class Statements:
     """Compiled SQL for one metadata and dialect, built on first use and shared by forks."""
 
     def __init__(self, metadata: sa.MetaData, dialect: sa.Dialect) -> None:
         self.metadata = metadata
         self.dialect = dialect
-        self._cache: dict[tuple[Any, ...], tuple[str, Sequence[str] | None]] = {}
+        self._cache: dict[tuple[Any, ...], tuple[str, Binder]] = {}
         self.columns = {name: [c.name for c in t.columns] for name, t in metadata.tables.items()}
         self._booleans = {name: [i for i, c in enumerate(t.columns) if isinstance(c.type, sa.Boolean)]
                           for name, t in metadata.tables.items()}
 
-    def get(self, key: tuple[Any, ...], build: Callable[[], sa.ClauseElement]) -> tuple[str, Sequence[str] | None]:
-        """(SQL text, order of parameter names for positional paramstyles) for a statement."""
+    def get(self, key: tuple[Any, ...], build: Callable[[], sa.ClauseElement]) -> tuple[str, Binder]:
+        """(SQL text, a function from named parameters to what the DBAPI takes) for a statement."""
         compiled = self._cache.get(key)
         if compiled is None:
             stmt = build().compile(dialect=self.dialect)
-            order = stmt.positiontup if self.dialect.positional else None
-            compiled = (stmt.string, order)
+            compiled = (stmt.string, _binder(stmt.positiontup if self.dialect.positional else None))
             self._cache[key] = compiled
         return compiled
 
     def decode(self, table: str, row: Sequence[Any]) -> dict[str, Any]:
         """A DBAPI row as a dict with the schema's Python types (SQLite stores booleans as 0/1)."""
+        booleans = self._booleans[table]
+        if not booleans:
+            return dict(zip(self.columns[table], row))
         values = list(row)
-        for i in self._booleans[table]:
+        for i in booleans:
             if values[i] is not None:
                 values[i] = bool(values[i])
         return dict(zip(self.columns[table], values))
 
 
-def bind(order: Sequence[str] | None, params: dict[str, Any]) -> Any:
-    return tuple(params[name] for name in order) if order is not None else params
+def _binder(order: Sequence[str] | None) -> Binder:
+    """Named parameters as the dialect takes them: the dict itself, or a tuple in `order` (an
+    itemgetter, since this runs for every statement of every replay)."""
+    if order is None:
+        return lambda params: params
+    if len(order) == 0:
+        return lambda params: ()
+    if len(order) == 1:
+        name = order[0]
+        return lambda params: (params[name],)
+    return operator.itemgetter(*order)

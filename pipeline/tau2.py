@@ -28,7 +28,7 @@ from .tau2_templates import TEMPLATES
 
 RUNTIME_ROOT = "dictdb"
 ALLOWED_IMPORTS = {"__future__", "ast", "builtins", "collections", "datetime", "hashlib", "json", "math", "operator",
-                   "re", "sqlite3", "types", "typing", "pydantic", "RestrictedPython"}
+                   "re", "sqlite3", "types", "typing", "unicodedata", "pydantic", "RestrictedPython"}
 _PY_TYPES = {"string": "str", "date": "str", "datetime": "str", "integer": "int", "number": "float",
              "boolean": "bool"}
 

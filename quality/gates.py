@@ -9,12 +9,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any, Protocol
 
 from toolscale.domains import Environment, Task, ToolResult
+from toolscale.domains.dates import resolve
 from toolscale.domains.tasks import GateVerdict, Rejection
 
-from toolscale.domains.matching import normalize_text, value_key, walk
+from toolscale.domains.matching import leaves, normalize_text, value_key
 
 
 @dataclass(frozen=True)
@@ -57,7 +59,7 @@ class GateContext:
         self.env = env
         self.task = task
         self._first: Replay | None = None
-        self._seen: list[frozenset[Any]] | None = None
+        self._first_returned: dict[Any, int] | None = None
         instructions = task.user_scenario.instructions
         self.text = normalize_text(" ".join(filter(None, [instructions.reason_for_call, instructions.known_info,
                                                           instructions.task_instructions])))
@@ -68,20 +70,23 @@ class GateContext:
             self._first = replay_task(self.env, self.task)
         return self._first
 
+    @cached_property
+    def told_dates(self) -> set[str]:
+        """The dates the user's text gives, relative ones resolved against the domain's clock."""
+        return resolve(self.text, self.env.domain.spec.clock.date())
+
     @property
     def initial_hash(self) -> str:
         return self.env.state_hash()
 
-    def seen_before(self, action: int) -> frozenset[Any]:
-        """Every value (normalized) that the gold's outputs before `action` returned."""
-        if self._seen is None:
-            seen: set[Any] = set()
-            self._seen = []
-            for output in self.first_replay.outputs:
-                self._seen.append(frozenset(seen))
-                seen.update(value_key(leaf) for _, leaf in walk(output))
-            self._seen.append(frozenset(seen))
-        return self._seen[min(action, len(self._seen) - 1)]
+    def returned_before(self, action: int, value: Any) -> bool:
+        """Did a gold output before `action` return `value` (compared normalized)?"""
+        if self._first_returned is None:
+            self._first_returned = {}
+            for i, output in enumerate(self.first_replay.outputs):
+                for leaf in leaves(output):
+                    self._first_returned.setdefault(value_key(leaf), i)
+        return self._first_returned.get(value_key(value), action) < action
 
 
 class Gate(Protocol):
@@ -156,26 +161,24 @@ def run_gates(tasks: Iterable[Task], env: Environment, gates: Sequence[Gate] | N
     """Send each task through the gates in order, stopping at the first that fails; then the batch gates."""
     if gates is None and batch_gates is None:
         gates, batch_gates = default_gates()
-    accepted: list[Task] = []
+    passing: list[Task] = []
+    verdicts: dict[int, dict[str, GateVerdict]] = {}  # by id(task), until the batch gates are done
     rejected: list[Rejection] = []
     for task in tasks:
         ctx = GateContext(env, task)
-        verdicts: dict[str, GateVerdict] = {}
-        failing = None
+        verdicts[id(task)] = {}
         for gate in gates or ():
-            verdict = gate.check(ctx)
-            verdicts[gate.name] = verdict
+            verdict = verdicts[id(task)][gate.name] = gate.check(ctx)
             if not verdict.passed:
-                failing = gate.name
+                rejected.append(Rejection(task=_with_verdicts(task, verdicts.pop(id(task))), gate=gate.name,
+                                          reason=verdict.reason))
                 break
-        checked = _with_verdicts(task, verdicts)
-        if failing is None:
-            accepted.append(checked)
         else:
-            rejected.append(Rejection(task=checked, gate=failing, reason=verdicts[failing].reason))
+            passing.append(task)
     for gate in batch_gates or ():
-        kept, dropped = gate.check_all(accepted)
-        accepted = [_with_verdicts(t, {**t.meta.gates, gate.name: GateVerdict(passed=True)}) for t in kept]
-        rejected += [Rejection(task=_with_verdicts(t, {**t.meta.gates, gate.name: v}), gate=gate.name, reason=v.reason)
-                     for t, v in dropped]
-    return accepted, rejected
+        passing, dropped = gate.check_all(passing)
+        for task in passing:
+            verdicts[id(task)][gate.name] = GateVerdict(passed=True)
+        rejected += [Rejection(task=_with_verdicts(t, {**verdicts.pop(id(t)), gate.name: v}), gate=gate.name,
+                               reason=v.reason) for t, v in dropped]
+    return [_with_verdicts(task, verdicts[id(task)]) for task in passing], rejected

@@ -7,15 +7,14 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from toolscale.domains.dates import resolve
 from toolscale.domains.tasks import GateVerdict
 
 from .gates import GateContext, failed, passed
-from toolscale.domains.matching import appears_in, same_value, value_key, walk
+from toolscale.domains.matching import appears_in, leaves, same_value, value_key
 
 
 def _leaves(value: Any) -> list[Any]:
-    return [leaf for _, leaf in walk(value) if leaf is not None and not isinstance(leaf, bool)]
+    return [leaf for leaf in leaves(value) if leaf is not None and not isinstance(leaf, bool)]
 
 
 def _allowed_literals(ctx: GateContext, tool: str, argument: str) -> list[Any]:
@@ -38,13 +37,11 @@ class RealizabilityGate:
     name = "realizability"
 
     def check(self, ctx: GateContext) -> GateVerdict:
-        dates = resolve(ctx.text, ctx.env.domain.spec.clock.date())
         for i, action in enumerate(ctx.task.evaluation_criteria.actions):
             for argument, value in action.arguments.items():
-                literals = _allowed_literals(ctx, action.name, argument)
-                for leaf in _leaves(value):
-                    if (value_key(leaf) in ctx.seen_before(i) or leaf in literals or leaf in dates
-                            or appears_in(leaf, ctx.text)):
+                for leaf in _leaves(value):  # cheapest test first
+                    if (appears_in(leaf, ctx.text) or ctx.returned_before(i, leaf) or leaf in ctx.told_dates
+                            or leaf in _allowed_literals(ctx, action.name, argument)):
                         continue
                     return failed(f"action {i} ({action.name}): {argument}={leaf!r} is neither told by the user "
                                   "nor returned by an earlier action")
@@ -89,6 +86,7 @@ def _mentioned(chosen: dict[str, Any], records: list[dict[str, Any]], text: str)
 SUPERLATIVES = ("cheapest", "lowest", "highest", "largest", "smallest", "biggest", "earliest", "latest", "first",
                 "last", "next", "soonest", "most", "least", "best", "worst", "warmest", "coldest", "wettest",
                 "driest", "hottest", "newest", "oldest", "longest", "shortest", "closest", "nearest")
+_SUPERLATIVE = re.compile(r"\b(?:" + "|".join(SUPERLATIVES) + r")\b")
 
 
 def _extreme(chosen: dict[str, Any], records: list[dict[str, Any]]) -> bool:
@@ -115,26 +113,30 @@ class AmbiguityGate:
 
     def check(self, ctx: GateContext) -> GateVerdict:
         outputs = ctx.first_replay.outputs
+        keys: dict[int, list[set[Any]]] = {}  # per listed record, the keys of its values, made once per list
         for i, action in enumerate(ctx.task.evaluation_criteria.actions):
             for argument, value in action.arguments.items():
                 for leaf in _leaves(value):
                     if appears_in(leaf, ctx.text):
                         continue
-                    problem = self._unidentifiable(leaf, outputs[:i], ctx.text)
+                    problem = self._unidentifiable(leaf, outputs[:i], ctx.text, keys)
                     if problem:
                         return failed(f"action {i} ({action.name}): {argument}={leaf!r} {problem}")
         return passed()
 
     @staticmethod
-    def _unidentifiable(value: Any, earlier: list[Any], text: str) -> str | None:
+    def _unidentifiable(value: Any, earlier: list[Any], text: str, keys: dict[int, list[set[Any]]]) -> str | None:
+        wanted = value_key(value)
         for output in earlier:
-            if isinstance(output, dict) and any(same_value(value, v) for v in output.values()):
+            if isinstance(output, dict) and any(value_key(v) == wanted for v in output.values()):
                 return None  # a single record names it
             for records in _element_lists(output):
-                holders = [r for r in records if any(same_value(value, v) for v in r.values())]
+                if id(records) not in keys:
+                    keys[id(records)] = [{value_key(v) for v in r.values()} for r in records]
+                holders = [r for r, held in zip(records, keys[id(records)]) if wanted in held]
                 if not holders or len(holders) == len(records):
                     continue  # not from this list, or shared by every record (e.g. the owner's id)
-                superlative = any(re.search(rf"\b{word}\b", text) for word in SUPERLATIVES)
+                superlative = _SUPERLATIVE.search(text) is not None
                 best = len(records)
                 for chosen in holders:  # any record the user can single out that gives this value will do
                     fields = _mentioned(chosen, records, text)

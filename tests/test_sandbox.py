@@ -108,6 +108,25 @@ def test_allowed_methods_and_builtins_work(library, library_rows):
     assert result.output == {"words": ["A", "C"], "total": 2, "today": "2026-03-02"}
 
 
+def test_text_helpers_are_builtins(library, library_rows):
+    result = run_probe(library, library_rows,
+                       "return {'digits': digits_of('+44 (0)20 7946-0958'), "
+                       "'plain': unaccent('Córdoba, Straße, Ærø, Łódź').lower()}")
+    assert result.ok, result.error
+    assert result.output == {"digits": "4402079460958", "plain": "cordoba, strasse, aero, lodz"}
+
+
+def test_unpacking_in_loops_pays_steps_and_guards_nested_targets(library, library_rows):
+    flat = run_probe(library, library_rows, "pairs = {'a': 1, 'b': 2}\n"
+                                            "return {'sum': sum([v for k, v in pairs.items()]), "
+                                            "'nested': [k + str(i) + str(j) for k, (i, j) in [('x', [1, 2])]]}")
+    assert flat.ok, flat.error
+    assert flat.output == {"sum": 3, "nested": ["x12"]}
+    endless = run_probe(library, library_rows, "total = 0\nfor i, j in zip(range(10 ** 12), range(10 ** 12)):\n"
+                                               "    total += i\nreturn {}")
+    assert endless.error_type == "StepBudgetExceeded"
+
+
 def test_schema_comes_from_type_hints_and_docstring(library):
     spec = library.toolkit.specs["set_copies"]
     params = spec.parameters

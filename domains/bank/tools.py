@@ -537,8 +537,7 @@ def update_contact_details(customer_id: str, email: str | None = None, phone: st
             raise ToolError(f"{email} is already used by another customer")
         changes["email"] = email
     if phone is not None:
-        digits = [c for c in phone if c.isdigit()]
-        if len(digits) < 8:
+        if len(digits_of(phone)) < 8:
             raise ToolError(f"{phone} is not a valid phone number")
         changes["phone"] = phone.strip()
     if not changes:

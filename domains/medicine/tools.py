@@ -163,12 +163,12 @@ def find_patient_by_phone(phone: str) -> dict:
     Args:
         phone: The patient's phone number, e.g. "(503) 555-0147".
     """
-    digits = "".join([c for c in phone if c.isdigit()])
+    digits = digits_of(phone)
     if len(digits) == 11 and digits.startswith("1"):
         digits = digits[1:]
     if len(digits) != 10:
         raise ToolError(f"{phone} is not a 10-digit US phone number")
-    rows = [p for p in db.find("patients") if "".join([c for c in p["phone"] if c.isdigit()]) == digits]
+    rows = [p for p in db.find("patients") if digits_of(p["phone"]) == digits]
     if not rows:
         raise ToolError(f"no patient with phone number {phone}")
     return public_patient(rows[0])

@@ -33,10 +33,6 @@ def normal_postcode(text):
     return text.replace(" ", "").replace("-", "").upper()
 
 
-def digits_of(text):
-    return "".join([c for c in text if c.isdigit()])
-
-
 def verified_member(member_id):
     member = db.get("members", member_id)
     if not db.find("identity_checks", {"member_id": member_id}):

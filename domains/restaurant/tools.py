@@ -32,10 +32,6 @@ BUYOUT_MIN_GUESTS = 10
 
 # ---- helpers -------------------------------------------------------------------------------
 
-def digits_of(text):
-    return "".join([c for c in text if c.isdigit()])
-
-
 def check_date(day):
     if len(day) != 10:
         raise ToolError(f"{day} is not a date like 2026-10-16")

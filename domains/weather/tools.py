@@ -20,17 +20,12 @@ UV_BANDS = [
 ]
 COUNTRY_ALIASES = {"uk": "gb", "great britain": "gb", "britain": "gb", "england": "gb", "holland": "nl",
                    "the netherlands": "nl", "usa": "us", "argentine republic": "ar"}
-ACCENTS = {"á": "a", "à": "a", "â": "a", "ä": "a", "ã": "a", "å": "a", "é": "e", "è": "e", "ê": "e", "ë": "e",
-           "í": "i", "ì": "i", "î": "i", "ï": "i", "ó": "o", "ò": "o", "ô": "o", "ö": "o", "õ": "o", "ø": "o",
-           "ú": "u", "ù": "u", "û": "u", "ü": "u", "ñ": "n", "ç": "c", "ß": "ss", "ð": "d", "þ": "th"}
 
 
 # ---------------------------------------------------------------- text and time helpers
 
 def fold(text):
-    out = text.strip().lower()
-    for accented, plain in ACCENTS.items():
-        out = out.replace(accented, plain)
+    out = unaccent(text.strip().lower())
     return " ".join(out.replace("-", " ").replace(".", " ").split())
 
 
@@ -574,7 +569,7 @@ def verify_subscriber(subscriber_id: str, phone_last4: str, postcode: str) -> di
         postcode: The postcode on file, e.g. "SW1A 1AA".
     """
     subscriber = db.get("subscribers", subscriber_id)
-    digits = "".join([c for c in subscriber["phone"] if c.isdigit()])
+    digits = digits_of(subscriber["phone"])
     if digits[-4:] != phone_last4.strip() or normal_postcode(subscriber["postcode"]) != normal_postcode(postcode):
         raise ToolError("identity could not be verified with the details given")
     done = db.find("verifications", {"subscriber_id": subscriber_id})
