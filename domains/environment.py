@@ -22,7 +22,7 @@ from sqlalchemy.pool import StaticPool
 from .domain import Domain
 from .records import DIGEST_MOD, Clock, Records, row_hash
 from .sandbox import StepBudget, ToolError, sandbox_globals
-from .sql import Statements
+from .sql import Statements, create_schema
 
 
 class ToolResult(BaseModel):
@@ -76,7 +76,7 @@ class Environment:
         raw = _sqlite_memory() if memory else None
         engine = sa.create_engine(url, creator=lambda: raw, poolclass=StaticPool) if memory else sa.create_engine(url)
         with engine.begin() as conn:
-            domain.metadata.create_all(conn)
+            create_schema(domain.metadata, conn)
             for table in domain.spec.creation_order():
                 if rows.get(table.name):
                     conn.execute(domain.metadata.tables[table.name].insert(), rows[table.name])

@@ -165,26 +165,31 @@ def _execute(config) -> None:
     for name, reason in report["failed"].items():
         console.print(f"[red]{name} failed:[/red] {reason.splitlines()[0]}")
     if report["domains"]:
-        _publish(out)
+        _publish(out, refresh=config.refresh)
     if report["failed"]:
         raise typer.Exit(1)
 
 
-def _publish(out: Path) -> None:
-    """The publish flow: OUT/hf (the dataset) and OUT/tau2 (τ²-bench packages) from the finished domains."""
+def _publish(out: Path, refresh: bool = False) -> None:
+    """The publish flow: OUT/hf (the dataset) and OUT/tau2 (τ²-bench packages) from the finished
+    domains; reused as they are when nothing they are made from changed (unless `refresh`)."""
     from toolscale.pipeline.hf import PublishError
 
-    from .publish import publish
+    from .publish import publish, reuse_publication
 
     started = time.perf_counter()
     try:
-        summary = _run_flow(publish, out)
+        summary = None if refresh else reuse_publication(out)
+        if summary is None:
+            summary = _run_flow(publish, out)
     except PublishError as exc:
         console.print(f"[red]publish failed:[/red] {str(exc).splitlines()[0]}")
         raise typer.Exit(1)
     tasks = summary["tasks"]
-    console.print(f"published {out}/hf ({tasks['train']:,} train and {tasks['test']:,} test tasks) and {out}/tau2/ "
-                  f"({len(summary['tau2'])} τ²-bench packages) in {time.perf_counter() - started:.1f}s")
+    what = ("are current: nothing they are made from changed" if summary.get("reused")
+            else f"published in {time.perf_counter() - started:.1f}s")
+    console.print(f"{out}/hf ({tasks['train']:,} train and {tasks['test']:,} test tasks) and {out}/tau2/ "
+                  f"({len(summary['tau2'])} τ²-bench packages) {what}")
 
 
 @app.command("regenerate-domain")

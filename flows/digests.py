@@ -106,6 +106,16 @@ def source_digest(domain: str) -> str:
     return _tree_digest(BUILTIN_DIR / domain) if domain in BUILTIN_DOMAINS else ""
 
 
+def files_digest(root: Path, paths: Iterable[Path]) -> str:
+    """The digest of files' names (relative to `root`) and contents, read in chunks (not cached:
+    these are outputs, which change under a running process)."""
+    parts = []
+    for path in sorted(paths):
+        with open(path, "rb") as fh:
+            parts.append(f"{path.relative_to(root).as_posix()}:{hashlib.file_digest(fh, 'blake2b').hexdigest()}")
+    return _digest("\n".join(parts))
+
+
 def stage_key(stage: str, code: str, settings: dict[str, Any], upstream: str) -> str:
     """The key of one stage's artifact."""
     blob = json.dumps({"stage": stage, "code": code, "settings": settings, "upstream": upstream},

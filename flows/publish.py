@@ -1,14 +1,16 @@
 """The `publish` flow (a finished run folder → OUT/hf and OUT/tau2) and the `push` flow (OUT/hf → the Hub).
 
 `publish` reads only the run's files (OUT/<domain>/..., OUT/report.json), so it serves any finished
-run, and writes each folder beside its final place before swapping it in: an interrupted publish
-leaves the previous one whole. `push` uploads OUT/hf with huggingface_hub (create_repo +
+run, one domain at a time, and writes each folder beside its final place before swapping it in: an
+interrupted publish leaves the previous one whole. What it was made from is keyed like a stage
+(`publication_key`), so a rerun whose domains did not change reuses it without starting Prefect. `push` uploads OUT/hf with huggingface_hub (create_repo +
 upload_folder) to HF_ENDPOINT (the public Hub by default). The token is read from the environment
 or huggingface_hub's login inside the flow, never passed as a parameter, so Prefect never records it.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -23,6 +25,9 @@ from toolscale.pipeline.export import atomic_write
 from toolscale.pipeline.hf import TEST_FRACTION, Run, read_run, render_card, write_dataset
 from toolscale.pipeline.tau2 import write_packages
 from toolscale.quality.stats import dataset_stats
+
+from .digests import code_digest, files_digest
+from .store import read_json
 
 DEFAULT_ENDPOINT = "https://huggingface.co"
 
@@ -62,6 +67,51 @@ def build_tau2(run: Run, test_fraction: float = TEST_FRACTION) -> list[str]:
     return [path.name for path in written]
 
 
+PUBLISHED = Path(".toolscale") / "published.json"
+_RUN_ONLY = ("timings_s", "stages", "dataset")  # report fields that differ between runs of the same data
+
+
+def publication_key(out: Path, test_fraction: float = TEST_FRACTION) -> str:
+    """What OUT/hf and OUT/tau2 are made from: every file of the finished domains, the report
+    without its timings (the card shows the funnel), the test fraction and the publishing code."""
+    run = read_run(out)
+    report = {k: v for k, v in run.report.items() if k not in _RUN_ONLY}
+    report["domains"] = {name: {k: v for k, v in entry.items() if k not in _RUN_ONLY}
+                         for name, entry in report.get("domains", {}).items()}
+    blob = {"report": report, "test_fraction": test_fraction,
+            "files": files_digest(out, [p for name in run.names for p in (out / name).rglob("*") if p.is_file()]),
+            "code": code_digest(build_hf, ["toolscale.pipeline.hf", "toolscale.pipeline.tau2",
+                                           "toolscale.quality.stats"])}
+    return hashlib.blake2b(json.dumps(blob, sort_keys=True, default=str).encode(), digest_size=10).hexdigest()
+
+
+def _outputs_digest(out: Path) -> str:
+    """The digest of what OUT/hf and OUT/tau2 hold now (so a damaged folder is rebuilt, not reused)."""
+    return files_digest(out, [p for folder in ("hf", "tau2") for p in (out / folder).rglob("*")
+                              if p.is_file() and "__pycache__" not in p.parts])
+
+
+def reuse_publication(out: Path, test_fraction: float = TEST_FRACTION) -> dict[str, Any] | None:
+    """The summary of the publication in `out` if it is current (made from the same key, and its
+    files unchanged since), after putting its statistics back into report.json; else None."""
+    out = Path(out)
+    try:
+        published = read_json(out / PUBLISHED)
+    except (FileNotFoundError, ValueError):
+        return None
+    if published.get("key") != publication_key(out, test_fraction) or published.get("outputs") != _outputs_digest(out):
+        return None
+    _record(out, published["dataset"], seconds=0.0)
+    return {**published["summary"], "reused": True}
+
+
+def _record(out: Path, dataset: dict[str, Any], seconds: float) -> None:
+    report = read_json(out / "report.json")
+    report["dataset"] = dataset
+    report.setdefault("timings_s", {})["publish"] = seconds
+    atomic_write(out / "report.json", json.dumps(report, indent=2) + "\n")
+
+
 @task(name="read-run", cache_policy=NO_CACHE)
 def read_stage(out: Path) -> Run:
     return read_run(out)
@@ -79,16 +129,24 @@ def tau2_stage(run: Run, test_fraction: float) -> list[str]:
 
 @flow(name="publish")
 def publish(out: Path, test_fraction: float = TEST_FRACTION) -> dict[str, Any]:
-    """OUT/hf and OUT/tau2 from the finished run in `out`; the dataset's statistics go into report.json."""
+    """OUT/hf and OUT/tau2 from the finished run in `out`; the dataset's statistics go into
+    report.json, and what the folders were made from into OUT/.toolscale/published.json."""
     start = time.perf_counter()
+    out = Path(out)
+    key = publication_key(out, test_fraction)
     run = read_stage(out)
     dataset = hf_stage(run, test_fraction)
     packages = tau2_stage(run, test_fraction)
-    report = dict(run.report)
-    report["dataset"] = dataset
-    report.setdefault("timings_s", {})["publish"] = round(time.perf_counter() - start, 3)
-    atomic_write(Path(out) / "report.json", json.dumps(report, indent=2) + "\n")
-    return {"tasks": dataset["rows"]["tasks"], "domains": len(run.domains), "tau2": packages}
+    summary = {"tasks": dataset["rows"]["tasks"], "domains": len(run.names), "tau2": packages}
+    _record(out, dataset, seconds=round(time.perf_counter() - start, 3))
+    mark_published(out, key, summary, dataset)
+    return summary
+
+
+def mark_published(out: Path, key: str, summary: dict[str, Any], dataset: dict[str, Any]) -> None:
+    """Note what OUT/hf and OUT/tau2 were made from (`key`) and what they hold now."""
+    atomic_write(out / PUBLISHED, json.dumps({"key": key, "outputs": _outputs_digest(out), "summary": summary,
+                                              "dataset": dataset}, indent=1) + "\n")
 
 
 def hub_endpoint() -> str:
@@ -125,4 +183,5 @@ def push(folder: Path, repo_id: str, private: bool = False) -> dict[str, str]:
     return upload_stage(folder, repo_id, private)
 
 
-__all__ = ["build_hf", "build_tau2", "hub_endpoint", "hub_token", "publish", "push", "upload_plan"]
+__all__ = ["build_hf", "build_tau2", "hub_endpoint", "hub_token", "mark_published", "publication_key", "publish", "push",
+           "reuse_publication", "upload_plan"]

@@ -16,9 +16,6 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-import os
-import shutil
-import sqlite3
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -132,28 +129,6 @@ def _file_digest(path: Path) -> str:
         return hashlib.file_digest(fh, "sha256").hexdigest()
 
 
-def _canonical_sqlite(path: Path) -> None:
-    """Rewrite a SQLite file so its bytes depend only on its content.
-
-    SQLAlchemy creates a table's indexes in set order, which differs between two Domain objects
-    (even in one process), so two saves of the same rows can differ in their bytes; recreating the
-    indexes in name order and vacuuming fixes the layout.
-    """
-    tmp = path.with_name(f".{path.name}.canonical.tmp")
-    shutil.copyfile(path, tmp)
-    conn = sqlite3.connect(tmp, isolation_level=None)
-    try:
-        indexes = conn.execute("SELECT name, sql FROM sqlite_master WHERE type = 'index' AND sql IS NOT NULL").fetchall()
-        for name, _ in indexes:
-            conn.execute(f'DROP INDEX "{name}"')
-        for _, sql in sorted(indexes):
-            conn.execute(sql)
-        conn.execute("VACUUM")
-    finally:
-        conn.close()
-    os.replace(tmp, path)
-
-
 def _export(call: StageCall) -> None:
     """The public files of OUT/<domain>/, then the funnel and the files' digests in the artifact."""
     w = call.work
@@ -162,7 +137,6 @@ def _export(call: StageCall) -> None:
         leftover.unlink(missing_ok=True)
     domain, env = w.domain(), w.env()
     write_domain_files(target, domain, env)
-    _canonical_sqlite(target / "db.sqlite")
     rejections = [p / "rejected.jsonl" for p in call.earlier if (p / "rejected.jsonl").exists()]
     concatenate(target / "rejected.jsonl", rejections)
     concatenate(target / "tasks.jsonl", [call.latest_tasks()])  # last: its presence marks a finished domain

@@ -1,4 +1,4 @@
-"""The Hugging Face dataset repo folder (`OUT/hf/`), written with `datasets`, and how to read it back.
+"""The Hugging Face dataset repo folder (`OUT/hf/`), in `datasets`' parquet layout, and how to read it back.
 
 Two configs. `tasks`: one row per accepted task, every τ²-bench field and our meta, lossless
 (`task_from_row(task_row(t)) == t`): action arguments and tool outputs are JSON strings, not a
@@ -12,12 +12,14 @@ from __future__ import annotations
 
 import json
 import random
-from collections.abc import Iterable
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from datasets import Dataset, Features, List, Value
+import pyarrow as pa
+import pyarrow.parquet as pq
+from datasets import Features, List, Value
 
 from toolscale.domains import Domain, Environment, ToolResult, load_domain, load_domain_text, replay
 from toolscale.domains.tasks import Task
@@ -65,37 +67,48 @@ class BuiltDomain:
 
 @dataclass(frozen=True)
 class Run:
-    """A finished `toolscale generate` output folder, read back."""
+    """A finished `toolscale generate` output folder. Domains are read on demand, one at a time,
+    so publishing holds one domain in memory, never the whole dataset."""
 
     out: Path
     report: dict[str, Any]
-    domains: dict[str, BuiltDomain]
+    names: tuple[str, ...]  # the finished domains, sorted
 
     @property
     def seed(self) -> int:
         return int(self.report.get("seed", 0))
 
+    def load(self, name: str) -> BuiltDomain:
+        """One finished domain: its spec and tools, initial rows and accepted tasks."""
+        folder = self.out / name
+        domain = load_domain(folder)
+        with Environment.from_sqlite(domain, folder / "db.sqlite") as env:
+            rows, state_hash = env.dump(), env.state_hash()
+        with open(folder / "tasks.jsonl", encoding="utf-8") as lines:
+            tasks = [Task.model_validate_json(line) for line in lines if line.strip()]
+        return BuiltDomain(domain, rows, state_hash, tasks)
+
+    def each(self) -> Iterator[BuiltDomain]:
+        """The finished domains in name order, each loaded when the previous one is done with."""
+        for name in self.names:
+            yield self.load(name)
+
+    def splits(self, built: BuiltDomain, test_fraction: float = TEST_FRACTION) -> dict[str, str]:
+        """{task id: split} for one domain's tasks (splits are stratified by domain)."""
+        return assign_splits({built.domain.name: [t.id for t in built.tasks]}, self.seed, test_fraction)
+
 
 def read_run(out: Path) -> Run:
-    """Every finished domain (its tasks.jsonl is written last) of the run in `out`."""
+    """The run in `out` and its finished domains (a domain's tasks.jsonl is written last)."""
     out = Path(out)
     try:
         report = json.loads((out / "report.json").read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise PublishError(f"{out / 'report.json'}: missing; run `toolscale generate --out {out}` first") from None
-    domains = {}
-    for name in sorted(report.get("domains", {})):
-        folder = out / name
-        if not (folder / "tasks.jsonl").exists():
-            continue
-        domain = load_domain(folder)
-        with Environment.from_sqlite(domain, folder / "db.sqlite") as env:
-            rows, state_hash = env.dump(), env.state_hash()
-        lines = (folder / "tasks.jsonl").read_text(encoding="utf-8").splitlines()
-        domains[name] = BuiltDomain(domain, rows, state_hash, [Task.model_validate_json(line) for line in lines])
-    if not domains:
+    names = tuple(name for name in sorted(report.get("domains", {})) if (out / name / "tasks.jsonl").exists())
+    if not names:
         raise PublishError(f"{out}: no finished domain (no <domain>/tasks.jsonl)")
-    return Run(out, report, domains)
+    return Run(out, report, names)
 
 
 def assign_splits(task_ids: dict[str, list[str]], seed: int, test_fraction: float = TEST_FRACTION) -> dict[str, str]:
@@ -193,33 +206,56 @@ def data_path(config: str, split: str) -> str:
     return f"data/{config}/{split}-00000-of-00001.parquet"
 
 
-def _write_parquet(rows: Iterable[dict[str, Any]], features: Features, path: Path) -> int:
-    dataset = Dataset.from_list(list(rows), features=features)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
-    dataset.to_parquet(str(tmp))
-    tmp.replace(path)
-    return dataset.num_rows
+ROW_GROUP = 1000  # rows per parquet row group, as `datasets` writes them
+
+
+class _ParquetStream:
+    """A parquet file written a row group at a time: memory holds one group, not the file. The
+    schema carries the Features in its metadata, as `datasets` writes it, so load_dataset reads
+    the columns back with their types."""
+
+    def __init__(self, path: Path, features: Features) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.schema = features.arrow_schema
+        self.writer = pq.ParquetWriter(str(path), self.schema)
+        self.pending: list[dict[str, Any]] = []
+        self.rows = 0
+
+    def add(self, row: dict[str, Any]) -> None:
+        self.pending.append(row)
+        if len(self.pending) == ROW_GROUP:
+            self._flush()
+
+    def _flush(self) -> None:
+        if self.pending:
+            self.writer.write_table(pa.Table.from_pylist(self.pending, schema=self.schema))
+            self.rows += len(self.pending)
+            self.pending = []
+
+    def close(self) -> int:
+        self._flush()
+        self.writer.close()
+        return self.rows
 
 
 def write_dataset(run: Run, folder: Path, test_fraction: float = TEST_FRACTION) -> dict[str, dict[str, int]]:
-    """Write data/tasks/{train,test}-*.parquet and data/domains/train-*.parquet into `folder`.
+    """Write data/tasks/{train,test}-*.parquet and data/domains/train-*.parquet into `folder` (a
+    fresh folder the caller swaps in), streaming one domain at a time.
 
     Returns the row count per config and split. The card (README.md) is written by the caller.
     """
-    import datasets
-
-    datasets.disable_progress_bars()
-    tasks = [t for built in run.domains.values() for t in built.tasks]
-    splits = assign_splits({name: [t.id for t in b.tasks] for name, b in run.domains.items()}, run.seed,
-                           test_fraction)
-    counts: dict[str, dict[str, int]] = {"tasks": {}, "domains": {}}
-    for split in SPLITS:
-        rows = (task_row(t) for t in tasks if splits[t.id] == split)
-        counts["tasks"][split] = _write_parquet(rows, TASK_FEATURES, folder / data_path("tasks", split))
-    counts["domains"]["train"] = _write_parquet((domain_row(b) for b in run.domains.values()), DOMAIN_FEATURES,
-                                                folder / data_path("domains", "train"))
-    return counts
+    streams = {split: _ParquetStream(folder / data_path("tasks", split), TASK_FEATURES) for split in SPLITS}
+    domains = _ParquetStream(folder / data_path("domains", "train"), DOMAIN_FEATURES)
+    try:
+        for built in run.each():
+            splits = run.splits(built, test_fraction)
+            for task in built.tasks:
+                streams[splits[task.id]].add(task_row(task))
+            domains.add(domain_row(built))
+    finally:
+        counts = {split: stream.close() for split, stream in streams.items()}
+        domain_count = domains.close()
+    return {"tasks": counts, "domains": {"train": domain_count}}
 
 
 def _size_category(n: int) -> str:
@@ -260,15 +296,15 @@ def render_card(run: Run, counts: dict[str, dict[str, int]], stats: dict[str, li
                   "data_files": [{"split": s, "path": f"data/tasks/{s}-*.parquet"} for s in SPLITS]},
                  {"config_name": "domains", "data_files": [{"split": "train", "path": "data/domains/train-*.parquet"}]}],
     ).to_yaml()
-    domains = ", ".join(run.domains)
-    example = next(iter(run.domains))
+    domains = ", ".join(run.names)
+    example = run.names[0]
     return f"""---
 {header}
 ---
 
 # toolscale: verifiable tool-use tasks
 
-{total:,} tool-use tasks in {len(run.domains)} domains ({domains}), synthesized by toolscale
+{total:,} tool-use tasks in {len(run.names)} domains ({domains}), synthesized by toolscale
 with the `{run.report.get('backend', 'offline')}` backend, seed {run.seed}.
 Each task is a [τ²-bench](https://github.com/sierra-research/tau2-bench) `Task`: a user scenario, the gold
 actions that solve it, and what the agent must communicate. Every task kept here passed a fail-closed quality

@@ -115,8 +115,28 @@ class _TableFiller:
         return row
 
 
+def _referenced_by_fixed_rows(spec: DomainSpec) -> dict[str, int]:
+    """{table: the highest generated key's ordinal that some fixed row points at}: a table is never
+    scaled down below the rows that fixed data elsewhere refers to ("SUB-000003 belongs to SHP-000050")."""
+    needed: dict[str, int] = {}
+    for table in spec.tables:
+        for fixed in table.data:
+            for col in table.columns:
+                key = fixed.get(col.name)
+                if not col.references or key is None:
+                    continue
+                target = spec.table(col.references.split(".")[0])
+                prefix = "" if target.primary_key.type == "integer" else target.id_prefix or ""
+                digits = str(key)[len(prefix):] if str(key).startswith(prefix) else ""
+                if digits.isdigit():
+                    needed[target.name] = max(needed.get(target.name, 0), int(digits))
+    return needed
+
+
 def populate(spec: DomainSpec, seed: int, scale: float = 1.0) -> Rows:
-    """Rows for every table of `spec`: fixed `data` first, then generated rows."""
+    """Rows for every table of `spec`: fixed `data` first, then generated rows (`rows` times
+    `scale`, but at least as many as fixed rows elsewhere point at)."""
+    needed = _referenced_by_fixed_rows(spec)
     rows: Rows = {}
     for table in spec.creation_order():
         filler = _TableFiller(spec, table, rows, seed)
@@ -133,7 +153,7 @@ def populate(spec: DomainSpec, seed: int, scale: float = 1.0) -> Rows:
                 for j in range(filler.rng.randint(table.per.min, table.per.max)):
                     out.append(filler.row(len(out), parent, j))
         else:
-            for i in range(round(table.rows * scale)):
+            for i in range(max(round(table.rows * scale), needed.get(table.name, 0) - len(out))):
                 out.append(filler.row(len(out), None, i))
     return rows
 

@@ -23,7 +23,7 @@ from string import Template
 from toolscale.domains import dictdb
 
 from .export import atomic_write
-from .hf import BuiltDomain, PublishError, Run, assign_splits
+from .hf import BuiltDomain, PublishError, Run
 from .tau2_templates import TEMPLATES
 
 RUNTIME_ROOT = "dictdb"
@@ -212,13 +212,12 @@ def write_package(built: BuiltDomain, folder: Path, splits: dict[str, str],
 
 def write_packages(run: Run, dest: Path, test_fraction: float) -> list[Path]:
     """A package per finished domain of `run` under `dest`, with the dataset's train/test split,
-    each checked on a sample of its tasks (verify_package) before the next is written."""
-    splits = assign_splits({n: [t.id for t in b.tasks] for n, b in run.domains.items()}, run.seed, test_fraction)
+    each checked on a sample of its tasks (verify_package) before the next is loaded and written."""
     runtime = vendored_runtime()
     written = []
-    for name, built in run.domains.items():
-        written.append(write_package(built, dest / name, splits, runtime))
-        verify_package(dest / name, built)
+    for built in run.each():
+        written.append(write_package(built, dest / built.domain.name, run.splits(built, test_fraction), runtime))
+        verify_package(written[-1], built)
     return written
 
 

@@ -16,7 +16,7 @@ from domain_checks import example_arguments
 from toolscale.domains import Environment, builtin_domain, load_domain_text
 from toolscale.domains.dictdb import DictRecords, DictTools
 from toolscale.domains.records import DIGEST_MOD, Records, row_hash
-from toolscale.domains.sql import Statements
+from toolscale.domains.sql import Statements, create_schema
 from toolscale.pipeline.populate import populate
 
 EDGE_YAML = """
@@ -108,7 +108,7 @@ def sqlite_records(domain, rows) -> Records:
     connection.execute("PRAGMA foreign_keys = ON")
     engine = sa.create_engine("sqlite://", creator=lambda: connection, poolclass=sa.pool.StaticPool)
     with engine.begin() as conn:
-        domain.metadata.create_all(conn)
+        create_schema(domain.metadata, conn)
         for table in domain.spec.creation_order():
             conn.execute(domain.metadata.tables[table.name].insert(), rows[table.name])
     connection.isolation_level = None

@@ -17,6 +17,7 @@ import yaml
 from published_run import published_run
 from toolscale.domains import Task
 from toolscale.flows.publish import build_hf, build_tau2
+from toolscale.pipeline import hf
 from toolscale.pipeline.hf import (SPLITS, TASK_FEATURES, assign_splits, data_path, environment_from_row, read_run,
                                    replay_row, task_from_row, task_row)
 from toolscale.quality.stats import dataset_stats
@@ -113,6 +114,21 @@ def test_publishing_again_writes_the_same_bytes(out):
     after = snapshot()
     assert sorted(after) == sorted(before)
     assert [name for name in before if before[name] != after[name]] == []
+
+
+def test_parquet_is_written_a_row_group_at_a_time_and_reads_back_whole(out, tmp_path, monkeypatch):
+    monkeypatch.setattr(hf, "ROW_GROUP", 40)
+    run = read_run(out)
+    counts = hf.write_dataset(run, tmp_path)
+    tasks = accepted(out)
+    splits = assign_splits({name: [t.id for t in tasks if t.domain == name] for name in DOMAINS}, run.seed)
+    for split in SPLITS:
+        parquet = pq.ParquetFile(tmp_path / data_path("tasks", split))
+        rows = parquet.read().to_pylist()
+        assert counts["tasks"][split] == len(rows) == sum(1 for t in tasks if splits[t.id] == split)
+        assert parquet.num_row_groups == -(-len(rows) // 40)
+        assert [task_from_row(r) for r in rows] == [t for t in tasks if splits[t.id] == split]
+        assert parquet.schema_arrow.metadata[b"huggingface"]  # the Features, for load_dataset
 
 
 def test_statistics_count_what_the_files_hold(out):

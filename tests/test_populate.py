@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from toolscale.domains import builtin_domain
+from toolscale.domains import Environment, available_domains, builtin_domain
 from toolscale.domains.domain import parse_spec
 from toolscale.pipeline.populate import PopulateError, populate
 
@@ -68,3 +68,23 @@ def test_an_impossible_unique_column_is_reported(library_source):
     text = library_source["domain.yaml"].replace('template: "member{{ seq }}@library.test"', "choice: [a@b.c, d@e.f]")
     with pytest.raises(PopulateError, match=r"members.email: no free unique value"):
         populate(parse_spec(text), 0)
+
+
+@pytest.mark.parametrize("scale", [0.1, 4])
+@pytest.mark.parametrize("name", available_domains())
+def test_every_builtin_domain_loads_at_other_scales(name, scale):
+    """Scaled down, fixed rows still find the generated rows they point at; scaled up, unique
+    columns still find free values. The database's own constraints check both."""
+    domain = builtin_domain(name)
+    rows = populate(domain.spec, seed=3, scale=scale)
+    with Environment.from_rows(domain, rows) as env:
+        assert env.state_hash()
+    generated = [t for t in domain.spec.tables if t.rows and not t.data and t.per is None]
+    assert all(len(rows[t.name]) >= round(t.rows * scale) for t in generated)
+
+
+def test_unique_vocabularies_last_to_sixteen_times_the_default_size():
+    rows = populate(builtin_domain("ecommerce").spec, seed=0, scale=16)
+    for table, column in (("sellers", "name"), ("listings", "title")):
+        values = [r[column] for r in rows[table]]
+        assert len(values) == len(set(values)) >= 16 * 16

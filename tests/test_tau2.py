@@ -121,7 +121,7 @@ def test_task_splits_follow_tau2_bench(out):
 
 
 def test_publishing_refuses_a_package_that_answers_differently(out, tmp_path):
-    built = read_run(out).domains[DOMAINS[0]]
+    built = read_run(out).load(DOMAINS[0])
     folder = write_package(built, tmp_path / DOMAINS[0], splits={})
     verify_package(folder, built)
     source = (folder / "restricted_tools.py").read_text()

@@ -19,7 +19,7 @@ import yaml
 from toolscale.domains import Domain, DomainError, Environment, load_domain_text
 from toolscale.domains.domain import parse_spec
 from toolscale.domains.spec import IDENTIFIER, DomainSpec, Intent
-from toolscale.domains.sql import build_metadata
+from toolscale.domains.sql import build_metadata, create_schema
 from toolscale.domains.toolkit import ToolSpec
 
 from ..populate import Rows, populate
@@ -51,7 +51,7 @@ def smoke_rows(spec: DomainSpec, seed: int) -> Rows:
     metadata = build_metadata(spec)
     try:
         with engine.begin() as conn:
-            metadata.create_all(conn)
+            create_schema(metadata, conn)
             for table in spec.creation_order():
                 if rows[table.name]:
                     conn.execute(metadata.tables[table.name].insert(), rows[table.name])

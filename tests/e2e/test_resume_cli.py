@@ -119,10 +119,14 @@ def test_a_killed_run_resumes_to_byte_identical_output(baseline, resumed):
 
 def test_a_rerun_of_a_finished_run_does_no_stage_work_and_says_so(env, resumed):
     out = resumed[0]
-    before = {p: p.stat().st_mtime_ns for p in out.rglob("*") if p.is_file() and ".toolscale" in p.parts}
+    before = {p: p.stat().st_mtime_ns for p in out.rglob("*")
+              if p.is_file() and {".toolscale", "hf", "tau2"} & set(p.relative_to(out).parts)}
+    published = json.loads((out / "report.json").read_text())["dataset"]
     proc = toolscale(env, out.parent, "generate", *ARGS, "--out", str(out))
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "nothing to recompute" in proc.said
+    assert "are current: nothing they are made from changed" in proc.said  # publishing is reused too
+    assert json.loads((out / "report.json").read_text())["dataset"] == published
     assert json.loads((out / "report.json").read_text())["stages"] == {"computed": 0, "reused": STAGES_PER_RUN}
     assert {p: p.stat().st_mtime_ns for p in before} == before
 
