@@ -67,7 +67,7 @@ def run_measured(cmd: list[str], cwd: Path, out: Path) -> dict[str, float]:
     _, stderr = proc.communicate()
     done.set()
     sampler.join()
-    if not (out / "report.json").exists():
+    if not (out / "report.json").exists() or not (out / "hf").is_dir():
         raise SystemExit(f"{' '.join(cmd)} failed:\n{stderr[-3000:]}")
     wall = time.perf_counter() - start
     said = re.search(r"wrote \S+ in ([\d.]+)s", " ".join(stderr.split()))  # the CLI's own time for the generation

@@ -65,6 +65,16 @@ class GateVerdict(_Record):
     reason: str = ""
 
 
+class ReferenceSolve(_Record):
+    """How a reference agent did on the task (the LLM gates): k tries with the tools, one without."""
+
+    model: str
+    trials: int
+    solved: int
+    pass_hat: dict[str, float] = Field(description="τ²-bench's pass^k for k = 1..trials")
+    solved_without_tools: bool | None = None
+
+
 class TaskMeta(_Record):
     intent: str
     kind: Literal["read", "write"]
@@ -74,6 +84,7 @@ class TaskMeta(_Record):
     expected_outputs: list[Any] = Field(default_factory=list, description="gold replay's outputs")
     final_state_hash: str | None = None
     gates: dict[str, GateVerdict] = Field(default_factory=dict)
+    reference: ReferenceSolve | None = None
 
 
 class Task(_Record):

@@ -34,6 +34,10 @@ LLM_HELP = {
     "model": "The model to ask, as the endpoint names it.",
     "config": "A YAML/JSON file of further llm settings: max_in_flight, max_retries, timeout_s, temperature, "
               "cache_dir, prices, synthesis sizes (see pipeline/llm/config.py).",
+    "reference_model": "LLM gates: a reference agent (this model) tries every gated task; a task it cannot solve "
+                       "in --reference-trials tries, or solves without tools, is rejected.",
+    "reference_base_url": "The reference agent's OpenAI-compatible endpoint (default: --llm-base-url).",
+    "reference_trials": "k: the reference agent's tries per task (pass^k goes into each task's meta).",
 }
 
 
@@ -93,16 +97,33 @@ def generate(
     llm_base_url: str | None = typer.Option(None, help=LLM_HELP["base_url"]),
     model: str | None = typer.Option(None, help=LLM_HELP["model"]),
     llm_config: Path | None = typer.Option(None, help=LLM_HELP["config"]),
+    reference_model: str | None = typer.Option(None, help=LLM_HELP["reference_model"]),
+    reference_base_url: str | None = typer.Option(None, help=LLM_HELP["reference_base_url"]),
+    reference_trials: int = typer.Option(3, min=1, help=LLM_HELP["reference_trials"]),
 ) -> None:
     """Generate databases, tools and quality-gated tasks for the domains (resuming an interrupted run)."""
     backend, llm = _backend(backend, llm_base_url, model, llm_config)
+    reference = _reference(reference_model, reference_base_url, llm_base_url, reference_trials)
     names = _domain_list(domains)
     _check_runner(runner)
     configure_prefect()
     from .generate import RunConfig  # imports Prefect: after configure_prefect
 
     _execute(RunConfig(domains=names, seed=seed, out=out, backend=backend, llm=llm, scale=scale, refresh=refresh,
-                       runner=runner))
+                       runner=runner, reference=reference))
+
+
+def _reference(model: str | None, base_url: str | None, llm_base_url: str | None, trials: int):
+    """The reference agent's config, or None; exits 2 when it is half given."""
+    if model is None:
+        if base_url is not None or trials != 3:
+            _fail_usage("--reference-base-url and --reference-trials need --reference-model")
+        return None
+    if (base_url or llm_base_url) is None:
+        _fail_usage("--reference-model needs --reference-base-url (or --llm-base-url)")
+    from .reference import ReferenceConfig
+
+    return ReferenceConfig(base_url=base_url or llm_base_url, model=model, trials=trials)
 
 
 def _backend(backend: str | None, base_url: str | None, model: str | None, config_file: Path | None):

@@ -29,6 +29,7 @@ from toolscale.pipeline.synthesizer import OfflineSynthesizer, Synthesizer
 from toolscale.quality.report import markdown, totals
 
 from . import progress
+from .reference import ReferenceConfig
 from .runners import parse_runner, task_runner
 from .stages import STAGES, DomainWork, StageCall, is_current, stage_keys
 from .store import StageStore, read_json
@@ -48,6 +49,7 @@ class RunConfig(BaseModel):
     backend: Literal["offline", "llm"] = "offline"
     llm: LLMConfig | None = Field(None, description="the endpoint, model and sizes of the llm backend")
     scale: float = Field(1.0, gt=0)
+    reference: ReferenceConfig | None = Field(None, description="the LLM gates' reference agent, if any")
     runner: str = "threads"
     refresh: bool = Field(False, description="recompute every stage, ignoring stored artifacts")
     merge: bool = Field(False, description="merge into OUT/report.json instead of replacing it")
@@ -77,7 +79,7 @@ def synthesizer_for(config: RunConfig) -> Synthesizer:
 def domain_work(name: str, config: RunConfig) -> DomainWork:
     synth = synthesizer_for(config)
     return DomainWork(name, config.out, config.seed, config.scale, synth, StageStore(config.out, name),
-                      stage_keys(name, config.settings(), synth))
+                      stage_keys(name, config.settings(), synth), config.reference)
 
 
 def stages_to_run(work: DomainWork, refresh: bool) -> list[str]:
@@ -121,11 +123,12 @@ def build_domain(name: str, config: RunConfig) -> dict[str, Any]:
     todo = stages_to_run(work, config.refresh)
     work.store.clean(keep=work.keys)  # temporary folders of killed runs, artifacts of other settings
     calls_out = config.backend != "offline"
+    asks_agent = config.reference is not None
     try:
         for stage in STAGES:
             progress.emit(name, stage.name, reused=stage.name not in todo)
             if stage.name in todo:
-                retries = STAGE_RETRIES if stage.synthesizer and calls_out else 0
+                retries = STAGE_RETRIES if (stage.synthesizer and calls_out) or (stage.agent and asks_agent) else 0
                 run_stage.with_options(retries=retries, retry_delay_seconds=[2, 10])(stage.name, name, work)
     finally:
         work.close()

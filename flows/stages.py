@@ -26,10 +26,12 @@ from toolscale.domains.domain import load_domain_text
 from toolscale.domains.tasks import Rejection, Task
 from toolscale.pipeline.export import write_domain_files
 from toolscale.pipeline.populate import Rows
+from toolscale.quality.agent_gates import apply_reference
 from toolscale.quality.gates import run_gates
 from toolscale.quality.report import domain_funnel
 
 from .digests import code_digest, source_digest, stage_key
+from .reference import ReferenceConfig, reference_attempts
 from .store import StageStore, concatenate, read_json, read_jsonl, write_json, write_jsonl
 
 PUBLIC_FILES = ("domain.yaml", "tools.py", "policy.md", "db.sqlite", "tools.json", "rejected.jsonl", "tasks.jsonl")
@@ -49,9 +51,9 @@ class DomainWork:
     populate artifacts load into (loaded once per process, closed by `close`)."""
 
     def __init__(self, name: str, out: Path, seed: int, scale: float, synth: Any, store: StageStore,
-                 keys: dict[str, str]) -> None:
+                 keys: dict[str, str], reference: ReferenceConfig | None = None) -> None:
         self.name, self.out, self.seed, self.scale, self.synth = name, Path(out), seed, scale, synth
-        self.store, self.keys = store, keys
+        self.store, self.keys, self.reference = store, keys, reference
         self._domain: Domain | None = None
         self._rows: Rows | None = None
         self._env: Environment | None = None
@@ -124,6 +126,18 @@ def _gate(call: StageCall) -> None:
     call.write_tasks(*run_gates(call.tasks(), call.work.env()))
 
 
+def _solve(call: StageCall) -> None:
+    """The LLM gates, when a reference agent is configured; otherwise every task passes on."""
+    w = call.work
+    if w.reference is None:  # the file as it is: parsing and writing thousands of tasks costs seconds
+        concatenate(call.out / "tasks.jsonl", [call.latest_tasks()])
+        write_jsonl(call.out / "rejected.jsonl", [])
+        return
+    tasks = call.tasks()
+    attempts = reference_attempts(w.domain(), w.env(), tasks, w.reference)
+    call.write_tasks(*apply_reference(tasks, attempts, w.reference.model, w.reference.min_solved))
+
+
 def _file_digest(path: Path) -> str:
     with open(path, "rb") as fh:
         return hashlib.file_digest(fh, "sha256").hexdigest()
@@ -161,13 +175,16 @@ def _export_intact(work: DomainWork, artifact: Path) -> bool:
 @dataclass(frozen=True)
 class Stage:
     """A stage: its function, the toolscale modules it uses (its code version), whether it calls the
-    synthesizer (which may call out: retried, and keyed by the backend's code and the prompts), and an
-    optional check that a stored artifact still holds."""
+    synthesizer (which may call out: retried, and keyed by the backend's code and the prompts) or
+    the reference agent (retried when there is one), the run settings only it (and what follows)
+    depends on, and an optional check that a stored artifact still holds."""
 
     name: str
     run: Callable[[StageCall], None]
     code: tuple[str, ...] = ()
     synthesizer: bool = False
+    agent: bool = False
+    own_settings: tuple[str, ...] = ()
     intact: Callable[[DomainWork, Path], bool] | None = None
 
 
@@ -177,6 +194,8 @@ STAGES: tuple[Stage, ...] = (
     Stage("tasks", _tasks, synthesizer=True),
     Stage("harden", _harden, synthesizer=True),
     Stage("gate", _gate, code=("toolscale.quality.gates",)),
+    Stage("solve", _solve, code=("toolscale.flows.reference", "toolscale.quality.agent_gates"), agent=True,
+          own_settings=("reference",)),
     Stage("export", _export, code=("toolscale.pipeline.export", "toolscale.quality.report"), intact=_export_intact),
 )
 STAGE_NAMES = tuple(s.name for s in STAGES)
@@ -188,10 +207,13 @@ def stage_keys(domain: str, settings: dict[str, Any], synth: Any) -> dict[str, s
     keys: dict[str, str] = {}
     upstream = source_digest(domain)
     prompted = getattr(synth, "name", "") != "offline"  # the offline backend reads no prompts
+    later = {name for stage in STAGES for name in stage.own_settings}
     for stage in STAGES:
         modules = BASE_CODE + stage.code + ((type(synth).__module__,) if stage.synthesizer else ())
         code = code_digest(stage.run, modules, prompts=stage.synthesizer and prompted)
-        upstream = keys[stage.name] = stage_key(stage.name, code, settings, upstream)
+        known = {k: v for k, v in settings.items() if k not in later - set(stage.own_settings)}
+        upstream = keys[stage.name] = stage_key(stage.name, code, known, upstream)
+        later -= set(stage.own_settings)
     return keys
 
 

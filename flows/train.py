@@ -54,7 +54,7 @@ def _plan(config: Any, problems: list[str]) -> Table:
         ("experts", ", ".join(e.alias for e in config.experts) or "none"),
         ("reward", f"{config.reward.normalize_over}-normalized, groups with std < {config.reward.min_group_std} "
                    f"dropped, advantages clipped to +-{config.reward.advantage_clip}"),
-        ("data", str(config.data.path)),
+        ("data", f"{config.data.dataset} ({config.data.split})" if config.data.dataset else str(config.data.path)),
         ("problems", "; ".join(problems) or "none"),
     ]
     for key, value in rows:
@@ -75,7 +75,7 @@ def run_train(config_path: Path, overrides: list[str], dry_run: bool, console: C
             fail(f"{config_path}: {problems[0]}")
         console.print(f"{config_path}: coherent")
         return
-    if not Path(config.data.path).is_dir():  # say so before Prefect and torch start
+    if config.data.dataset is None and not Path(config.data.path).is_dir():  # say so before Prefect and torch start
         fail(f"{config.data.path}: no such output folder (run `toolscale generate --out {config.data.path}` first)")
     try:
         summary = run_flow(train, config)

@@ -41,6 +41,7 @@ TASK_FEATURES = Features({
     "expected_outputs": List(_TEXT),
     "final_state_hash": _TEXT,
     "gates": List({"gate": _TEXT, "passed": Value("bool"), "reason": _TEXT}),
+    "reference": _TEXT,
 })
 DOMAIN_FEATURES = Features({
     "domain": _TEXT, "description": _TEXT, "clock": _TEXT, "policy": _TEXT,
@@ -147,6 +148,7 @@ def task_row(task: Task) -> dict[str, Any]:
         "expected_outputs": [json.dumps(o, ensure_ascii=False) for o in meta.expected_outputs],
         "final_state_hash": meta.final_state_hash,
         "gates": [{"gate": name, **verdict.model_dump()} for name, verdict in meta.gates.items()],
+        "reference": _json(meta.reference.model_dump()) if meta.reference is not None else None,
     }
 
 
@@ -169,7 +171,8 @@ def task_from_row(row: dict[str, Any]) -> Task:
             "hardening": row["hardening"], "lineage": row["lineage"],
             "expected_outputs": [json.loads(o) for o in row["expected_outputs"]],
             "final_state_hash": row["final_state_hash"],
-            "gates": {g["gate"]: {"passed": g["passed"], "reason": g["reason"]} for g in row["gates"]}},
+            "gates": {g["gate"]: {"passed": g["passed"], "reason": g["reason"]} for g in row["gates"]},
+            "reference": json.loads(row["reference"]) if row.get("reference") is not None else None},
     })
 
 
@@ -321,7 +324,8 @@ database, so any task can be replayed from these parquet files alone.
   `description`, `persona`, `reason_for_call`, `known_info`, `unknown_info`, `task_instructions`, `initial_state`,
   `actions` (`action_id`, `requestor`, `name`, `arguments` as JSON, `info`, `compare_args`), `env_assertions`,
   `communicate_info`, `nl_assertions`, `reward_basis`; and the provenance: `lineage`, `expected_outputs` (each
-  gold action's output, JSON), `final_state_hash` (the database digest after the gold actions), `gates`.
+  gold action's output, JSON), `final_state_hash` (the database digest after the gold actions), `gates`,
+  `reference` (JSON, when a reference agent checked the task: its tries, successes and pass^k).
 - **`domains`** (one row per domain): `description`, `clock`, `policy`, `domain_yaml` (the spec), `tools_source`
   (restricted Python), `tools` (name, read/write, description, JSON-schema `parameters`), `tables`, `database`
   (the initial rows as JSON), `database_hash`, `tasks`.

@@ -12,7 +12,7 @@ from typing import Any
 from toolscale.domains.tasks import Rejection, Task
 
 GATE_ORDER = ("synthesis", "replay", "determinism", "effect", "realizability", "ambiguity", "leakage", "policy",
-              "necessity", "duplicates")
+              "necessity", "duplicates", "solvable", "needs_tools")
 
 
 def _funnel(accepted: Sequence[Task], rejected: Sequence[Rejection]) -> dict[str, Any]:
@@ -43,7 +43,19 @@ def domain_funnel(accepted: Sequence[Task], rejected: Sequence[Rejection], tools
         "intents": {name: _funnel([t for t in accepted if t.meta.intent == name],
                                   [r for r in rejected if r.task.meta.intent == name]) for name in intents},
         "top_rejection_reasons": [{"reason": reason, "count": n} for reason, n in reasons.most_common(10)],
+        **_reference_summary([*accepted, *(r.task for r in rejected)]),
     }
+
+
+def _reference_summary(tasks: Sequence[Task]) -> dict[str, Any]:
+    """The reference agent's mean pass^k over the tasks it tried (nothing when it tried none)."""
+    records = [t.meta.reference for t in tasks if t.meta.reference is not None]
+    if not records:
+        return {}
+    keys = sorted({k for r in records for k in r.pass_hat}, key=lambda k: int(k.split("^")[1]))
+    return {"reference": {"model": records[0].model, "tasks": len(records),
+                          **{k: round(sum(r.pass_hat.get(k, 0.0) for r in records) / len(records), 3) for k in keys},
+                          "solved_without_tools": sum(bool(r.solved_without_tools) for r in records)}}
 
 
 def totals(domains: dict[str, dict[str, Any]]) -> dict[str, Any]:

@@ -131,6 +131,39 @@ def test_parquet_is_written_a_row_group_at_a_time_and_reads_back_whole(out, tmp_
         assert parquet.schema_arrow.metadata[b"huggingface"]  # the Features, for load_dataset
 
 
+TRAINER_LOAD = """
+import json, sys
+from toolscale.trainer.data import DataError, load_dataset
+data = load_dataset(sys.argv[1], "train")
+print(json.dumps({name: {"tasks": [t.model_dump(mode="json") for t in d.tasks], "hash": d.env.state_hash(),
+                         "skipped": dict(d.skipped)} for name, d in data.items()}))
+try:
+    load_dataset(sys.argv[1], "validation")
+except DataError as exc:
+    print(str(exc))
+"""
+
+
+def test_the_trainer_loads_the_dataset_as_it_loads_the_run(out, tmp_path):
+    from toolscale.trainer.data import load_output
+
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "HF_HOME": str(tmp_path / "hf-home"),
+           "HF_HUB_DISABLE_TELEMETRY": "1"}
+    proc = subprocess.run([sys.executable, "-c", TRAINER_LOAD, str(out / "hf")], capture_output=True, text=True,
+                          env=env, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    lines = proc.stdout.strip().splitlines()
+    loaded, refusal = json.loads(lines[0]), lines[-1]
+    assert "not a toolscale dataset with a 'validation' split" in refusal
+    run = load_output(out)
+    splits = assign_splits({name: [t.id for t in d.tasks] for name, d in run.items()}, read_run(out).seed)
+    assert sorted(loaded) == sorted(run) == sorted(DOMAINS)
+    for name, data in run.items():
+        train = [t for t in data.tasks if splits[t.id] == "train"]
+        assert [Task.model_validate(t) for t in loaded[name]["tasks"]] == train and train
+        assert loaded[name]["hash"] == data.env.state_hash() and loaded[name]["skipped"] == {}
+
+
 def test_statistics_count_what_the_files_hold(out):
     stats = dataset_stats(out / "hf")
     tasks = accepted(out)

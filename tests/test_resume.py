@@ -59,7 +59,7 @@ def test_a_lost_artifact_is_recomputed_with_everything_after_it(finished, tmp_pa
     shutil.rmtree(work.artifact("harden"))
     for name in PUBLIC_FILES:
         (config.out / DOMAIN / name).unlink()
-    assert build(config) == ["harden", "gate", "export"]
+    assert build(config) == ["harden", "gate", "solve", "export"]
     assert public_bytes(config.out) == finished[1]
 
 
@@ -109,7 +109,7 @@ def test_a_failed_stage_leaves_no_artifact_and_the_rerun_retries_it(finished, tm
         build(config, broken)
     assert [s for s in STAGE_NAMES if broken.store.has(s, good.keys[s])] == ["design", "populate"]
     assert not any(p.name.startswith(".") for p in broken.store.root.iterdir())
-    assert build(config) == ["tasks", "harden", "gate", "export"]
+    assert build(config) == ["tasks", "harden", "gate", "solve", "export"]
 
 
 def test_an_artifact_appears_only_when_its_stage_returns(tmp_path):

@@ -48,9 +48,12 @@ def read_tasks(out: Path, domain: str = "bank") -> list[Task]:
 class GoldAgent:
     """Answers chat requests with the next gold action of the task the conversation is about."""
 
-    def __init__(self, tasks: list[Task], fail_rate: float = 0.0) -> None:
+    def __init__(self, tasks: list[Task], fail_rate: float = 0.0, without_tools: str = "play") -> None:
+        """`without_tools`: what it does when offered no tools: "play" the gold anyway, "decline",
+        or "answer" what the task must communicate straight away (as if the instruction gave it away)."""
         self.by_instruction = {solo_instruction(t): t for t in tasks}
         self.fail_rate = fail_rate
+        self.without_tools = without_tools
         self.requests: list[dict[str, Any]] = []
 
     def failing(self, task: Task, seed: Any) -> bool:
@@ -67,6 +70,10 @@ class GoldAgent:
             return None
         if self.failing(task, body.get("seed")):  # gives up at once: no state change, nothing said
             return {"content": "Sorry, I cannot help with that."}
+        if not body.get("tools") and self.without_tools != "play":
+            if self.without_tools == "answer":
+                return {"content": final_answer(task.evaluation_criteria.communicate_info)}
+            return {"content": "I cannot look that up without my tools."}
         done = sum(1 for m in messages if m["role"] == "tool" and m.get("name") != CALL_EXPERT)
         gold = task.gold_calls()
         if done < len(gold):

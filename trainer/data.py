@@ -8,6 +8,7 @@ out with a reason: the reward compares against that hash, so it must hold on thi
 
 from __future__ import annotations
 
+import threading
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,11 +36,14 @@ class DomainData:
     tasks: list[Task]
     skipped: Counter[str] = field(default_factory=Counter)
     database: Path | None = None
+    _reading: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def open_env(self) -> Environment:
         """A new, independent copy of the initial database (one per worker thread)."""
         if self.database is None:
-            return Environment.from_rows(self.domain, self.env.dump())
+            with self._reading:  # worker threads share `env`'s connection only to read it, one at a time
+                rows = self.env.dump()
+            return Environment.from_rows(self.domain, rows)
         return Environment.from_sqlite(self.domain, self.database)
 
 
@@ -74,6 +78,21 @@ def select_tasks(tasks: list[Task], limit: int | None) -> list[Task]:
     return sorted(chosen, key=lambda t: order[t.id])
 
 
+def _keep_usable(data: DomainData, candidates: list[Task], max_tasks: int | None) -> None:
+    """Add to `data.tasks` the candidates the reward can score on this database, counting the rest."""
+    for task in candidates:
+        unsupported = set(task.evaluation_criteria.reward_basis) - SUPPORTED_BASIS
+        if unsupported:
+            data.skipped[f"reward_basis {sorted(unsupported)} cannot be scored offline"] += 1
+        elif task.meta.final_state_hash is None:
+            data.skipped["no final_state_hash"] += 1
+        elif replay_task(data.env, task).state_hash != task.meta.final_state_hash:
+            data.skipped["gold replay does not reach final_state_hash on the database"] += 1
+        else:
+            data.tasks.append(task)
+    data.tasks = select_tasks(data.tasks, max_tasks)
+
+
 def load_output(path: str | Path, domains: list[str] | None = None, intents: list[str] | None = None,
                 max_tasks_per_domain: int | None = None) -> dict[str, DomainData]:
     """Load the named domains (default: every folder with a tasks.jsonl) of an output folder."""
@@ -94,22 +113,48 @@ def load_output(path: str | Path, domains: list[str] | None = None, intents: lis
             raise DataError(str(exc).splitlines()[0]) from None
         if not (folder / "db.sqlite").exists():
             raise DataError(f"{folder / 'db.sqlite'}: missing")
-        env = Environment.from_sqlite(domain, folder / "db.sqlite")
-        data = DomainData(domain, env, [], database=folder / "db.sqlite")
+        data = DomainData(domain, Environment.from_sqlite(domain, folder / "db.sqlite"), [],
+                          database=folder / "db.sqlite")
         candidates = [t for t in _read_tasks(folder / "tasks.jsonl") if not intents or t.meta.intent in intents]
-        for task in candidates:
-            unsupported = set(task.evaluation_criteria.reward_basis) - SUPPORTED_BASIS
-            if unsupported:
-                data.skipped[f"reward_basis {sorted(unsupported)} cannot be scored offline"] += 1
-            elif task.meta.final_state_hash is None:
-                data.skipped["no final_state_hash"] += 1
-            elif replay_task(env, task).state_hash != task.meta.final_state_hash:
-                data.skipped["gold replay does not reach final_state_hash on db.sqlite"] += 1
-            else:
-                data.tasks.append(task)
-        data.tasks = select_tasks(data.tasks, max_tasks_per_domain)
+        _keep_usable(data, candidates, max_tasks_per_domain)
         loaded[name] = data
     return loaded
+
+
+def load_dataset(source: str, split: str = "train", domains: list[str] | None = None,
+                 intents: list[str] | None = None, max_tasks_per_domain: int | None = None) -> dict[str, DomainData]:
+    """Load a toolscale Hugging Face dataset (a local OUT/hf folder or a Hub repo id): the `domains`
+    config rebuilds each environment, the `tasks` config's `split` gives the tasks."""
+    import datasets
+
+    from toolscale.pipeline.hf import environment_from_row, task_from_row
+
+    datasets.disable_progress_bars()
+    try:
+        domain_rows = datasets.load_dataset(source, "domains", split="train")
+        task_rows = datasets.load_dataset(source, "tasks", split=split)
+    except (FileNotFoundError, ValueError) as exc:  # DatasetNotFoundError is a FileNotFoundError
+        raise DataError(f"{source}: not a toolscale dataset with a {split!r} split of tasks: "
+                        f"{str(exc).splitlines()[0]}") from None
+    found = sorted(row["domain"] for row in domain_rows)
+    missing = [n for n in domains or [] if n not in found]
+    if missing:
+        raise DataError(f"{source}: no domain {', '.join(missing)}; found: {found}")
+    loaded: dict[str, DomainData] = {}
+    for row in domain_rows:
+        if not domains or row["domain"] in domains:
+            try:
+                env = environment_from_row(row)
+            except DomainError as exc:
+                raise DataError(f"{source}: domain {row['domain']}: {str(exc).splitlines()[0]}") from None
+            loaded[row["domain"]] = DomainData(env.domain, env, [])
+    candidates: dict[str, list[Task]] = defaultdict(list)
+    for row in task_rows:
+        if row["domain"] in loaded and (not intents or row["intent"] in intents):
+            candidates[row["domain"]].append(task_from_row(row))
+    for name, data in sorted(loaded.items()):
+        _keep_usable(data, candidates[name], max_tasks_per_domain)
+    return dict(sorted(loaded.items()))
 
 
 @dataclass(frozen=True)
@@ -138,4 +183,4 @@ def build_rows(data: dict[str, DomainData], experts: list[ExpertConfig], samplin
     return rows
 
 
-__all__ = ["DataError", "DomainData", "Row", "build_rows", "load_output", "select_tasks"]
+__all__ = ["DataError", "DomainData", "Row", "build_rows", "load_dataset", "load_output", "select_tasks"]

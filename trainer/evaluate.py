@@ -16,13 +16,13 @@ from __future__ import annotations
 import threading
 from collections import defaultdict
 from concurrent.futures import ThreadPoolExecutor
-from math import comb
 from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from toolscale.domains import Task
+from toolscale.quality.agent_gates import pass_hat
 
 from .data import DomainData, load_output
 from .endpoints import ChatEndpoint, EndpointConfig, EndpointError
@@ -74,7 +74,7 @@ def pass_hat_k(successes: list[int], trials: int, k: int) -> float:
     """τ²-bench's pass^k over tasks, from each task's number of successful trials."""
     if not successes or k > trials:
         return 0.0
-    return sum(comb(c, k) / comb(trials, k) for c in successes) / len(successes)
+    return sum(pass_hat(c, trials, k) for c in successes) / len(successes)
 
 
 def summarize_trials(results: list[TrialResult], trials: int) -> dict[str, dict[str, float]]:

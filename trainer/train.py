@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from .config import ConfigError, TrainConfig, check, load_config
-from .data import DataError, build_rows, load_output
+from .data import DataError, build_rows, load_dataset, load_output
 from .endpoints import ChatEndpoint
 from .rollout import ChatFormat, format_tool_call
 from .toolbox import solo_instruction
@@ -65,11 +65,16 @@ def main(config: TrainConfig) -> dict[str, Any]:
     started = time.perf_counter()
 
     # -- data ------------------------------------------------------------------------------------
-    data = load_output(config.data.path, config.data.domains, config.data.intents, config.data.max_tasks_per_domain)
+    if config.data.dataset is not None:
+        data = load_dataset(config.data.dataset, config.data.split, config.data.domains, config.data.intents,
+                            config.data.max_tasks_per_domain)
+    else:
+        data = load_output(config.data.path, config.data.domains, config.data.intents,
+                           config.data.max_tasks_per_domain)
     rows = build_rows(data, config.experts, config.sampling, config.prompt.policy_max_chars,
                       config.prompt.show_preferences)
     if not rows:
-        raise ConfigError(f"{config.data.path}: no usable tasks for this configuration")
+        raise ConfigError(f"{config.data.dataset or config.data.path}: no usable tasks for this configuration")
 
     # -- model and tokenizer ---------------------------------------------------------------------
     if config.model.tiny is not None:

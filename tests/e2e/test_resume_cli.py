@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 ARGS = ["--domains", "bank,weather", "--seed", "3", "--scale", "0.3"]
-STAGES_PER_RUN = 12  # 2 domains x 6 stages
+STAGES_PER_RUN = 14  # 2 domains x 7 stages
 
 
 def command(*args: str) -> list[str]:

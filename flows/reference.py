@@ -1,0 +1,74 @@
+"""The reference agent of the LLM gates: every task that passed the gates is tried k times with the
+tools and once without, by an OpenAI-compatible agent (the synthesizer's endpoint or another),
+through the evaluation harness (trainer/evaluate.py), so it is scored exactly as `toolscale eval`
+and the trainer's reward score. quality/agent_gates.py turns the outcomes into verdicts.
+
+An attempt that could not reach the agent decides nothing: the stage fails (and is retried, and
+never stored), rather than reject a task because a server was down.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from toolscale.domains import Domain, Environment, Task
+from toolscale.quality.agent_gates import Attempts
+from toolscale.trainer.data import DomainData
+from toolscale.trainer.endpoints import EndpointConfig
+from toolscale.trainer.evaluate import EvalConfig, TrialResult, evaluate_tasks
+
+
+class ReferenceConfig(BaseModel):
+    """Where the reference agent is and how hard it tries."""
+
+    model_config = ConfigDict(extra="forbid")
+    base_url: str = Field(description="an OpenAI-compatible endpoint, e.g. http://127.0.0.1:8000/v1")
+    model: str
+    api_key_env: str | None = Field(None, description="environment variable holding its API key, if any")
+    trials: int = Field(3, ge=1, description="k: tries with the tools per task")
+    min_solved: int = Field(1, ge=1, description="tries that must succeed for the task to be kept")
+    without_tools: bool = Field(True, description="also try once without tools; a task solved so is rejected")
+    max_turns: int = Field(30, ge=1)
+    concurrency: int = Field(4, ge=1, description="tries in flight at once")
+
+    @model_validator(mode="after")
+    def _reachable_bar(self) -> ReferenceConfig:
+        if self.min_solved > self.trials:
+            raise ValueError(f"min_solved ({self.min_solved}) cannot exceed trials ({self.trials})")
+        return self
+
+
+class ReferenceUnavailable(RuntimeError):
+    """The reference agent could not be asked; no verdict was made."""
+
+
+def _eval_config(config: ReferenceConfig, trials: int, use_tools: bool) -> EvalConfig:
+    agent = EndpointConfig(base_url=config.base_url, model=config.model, api_key_env=config.api_key_env)
+    return EvalConfig(agent=agent, trials=trials, use_tools=use_tools, max_turns=config.max_turns,
+                      concurrency=config.concurrency)
+
+
+def reference_attempts(domain: Domain, env: Environment, tasks: list[Task],
+                       config: ReferenceConfig) -> dict[str, Attempts]:
+    """{task id: Attempts} for every task, each try on its own copy of `env`'s state."""
+    data = {domain.name: DomainData(domain=domain, env=env, tasks=tasks)}
+    probe = evaluate_tasks(data, tasks[:1], _eval_config(config, 1, use_tools=False))
+    if probe and probe[0].error:  # one try, not hundreds of retried ones, to find the server down
+        raise ReferenceUnavailable(f"the reference agent at {config.base_url} ({config.model}) does not answer: "
+                                   f"{probe[0].error}")
+    tried = evaluate_tasks(data, tasks, _eval_config(config, config.trials, use_tools=True))
+    bare = evaluate_tasks(data, tasks, _eval_config(config, 1, use_tools=False)) if config.without_tools else []
+    failed: list[TrialResult] = [r for r in tried + bare if r.error]
+    if failed:
+        raise ReferenceUnavailable(f"{len(failed)} of {len(tried) + len(bare)} reference tries got no answer from "
+                                   f"{config.base_url} ({config.model}); first: {failed[0].error}")
+    with_tools: dict[str, list[bool]] = defaultdict(list)
+    for result in tried:
+        with_tools[result.task_id].append(result.reward >= 1.0)
+    without = {r.task_id: r.reward >= 1.0 for r in bare}
+    return {task.id: Attempts(with_tools=with_tools[task.id], without_tools=without.get(task.id)) for task in tasks}
+
+
+__all__ = ["ReferenceConfig", "ReferenceUnavailable", "reference_attempts"]
