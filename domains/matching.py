@@ -13,7 +13,6 @@ from functools import lru_cache
 from typing import Any
 
 
-
 def spellings(value: Any) -> set[str]:
     """The ways a value is usually written."""
     if isinstance(value, bool) or value is None:

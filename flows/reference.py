@@ -21,12 +21,10 @@ from toolscale.trainer.evaluate import EvalConfig, TrialResult, evaluate_tasks
 
 
 class ReferenceConfig(BaseModel):
-    """Where the reference agent is and how hard it tries."""
+    """The reference agent (an endpoint, as `toolscale eval` takes one) and how hard it tries."""
 
     model_config = ConfigDict(extra="forbid")
-    base_url: str = Field(description="an OpenAI-compatible endpoint, e.g. http://127.0.0.1:8000/v1")
-    model: str
-    api_key_env: str | None = Field(None, description="environment variable holding its API key, if any")
+    agent: EndpointConfig
     trials: int = Field(3, ge=1, description="k: tries with the tools per task")
     min_solved: int = Field(1, ge=1, description="tries that must succeed for the task to be kept")
     without_tools: bool = Field(True, description="also try once without tools; a task solved so is rejected")
@@ -45,8 +43,7 @@ class ReferenceUnavailable(RuntimeError):
 
 
 def _eval_config(config: ReferenceConfig, trials: int, use_tools: bool) -> EvalConfig:
-    agent = EndpointConfig(base_url=config.base_url, model=config.model, api_key_env=config.api_key_env)
-    return EvalConfig(agent=agent, trials=trials, use_tools=use_tools, max_turns=config.max_turns,
+    return EvalConfig(agent=config.agent, trials=trials, use_tools=use_tools, max_turns=config.max_turns,
                       concurrency=config.concurrency)
 
 
@@ -56,14 +53,14 @@ def reference_attempts(domain: Domain, env: Environment, tasks: list[Task],
     data = {domain.name: DomainData(domain=domain, env=env, tasks=tasks)}
     probe = evaluate_tasks(data, tasks[:1], _eval_config(config, 1, use_tools=False))
     if probe and probe[0].error:  # one try, not hundreds of retried ones, to find the server down
-        raise ReferenceUnavailable(f"the reference agent at {config.base_url} ({config.model}) does not answer: "
+        raise ReferenceUnavailable(f"the reference agent at {config.agent.base_url} ({config.agent.model}) does not answer: "
                                    f"{probe[0].error}")
     tried = evaluate_tasks(data, tasks, _eval_config(config, config.trials, use_tools=True))
     bare = evaluate_tasks(data, tasks, _eval_config(config, 1, use_tools=False)) if config.without_tools else []
     failed: list[TrialResult] = [r for r in tried + bare if r.error]
     if failed:
         raise ReferenceUnavailable(f"{len(failed)} of {len(tried) + len(bare)} reference tries got no answer from "
-                                   f"{config.base_url} ({config.model}); first: {failed[0].error}")
+                                   f"{config.agent.base_url} ({config.agent.model}); first: {failed[0].error}")
     with_tools: dict[str, list[bool]] = defaultdict(list)
     for result in tried:
         with_tools[result.task_id].append(result.reward >= 1.0)

@@ -135,7 +135,7 @@ def _solve(call: StageCall) -> None:
         return
     tasks = call.tasks()
     attempts = reference_attempts(w.domain(), w.env(), tasks, w.reference)
-    call.write_tasks(*apply_reference(tasks, attempts, w.reference.model, w.reference.min_solved))
+    call.write_tasks(*apply_reference(tasks, attempts, w.reference.agent.model, w.reference.min_solved))
 
 
 def _file_digest(path: Path) -> str:

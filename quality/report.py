@@ -153,4 +153,31 @@ def markdown(report: dict[str, Any], out: Path) -> str:
     unused = {n: d["coverage"]["unused"] for n, d in report["domains"].items() if d["coverage"]["unused"]}
     if unused:
         lines += ["", "## Tools in no accepted gold path", ""] + [f"- {n}: {', '.join(u)}" for n, u in unused.items()]
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines + _reference_lines(report) + _llm_lines(report.get("llm"))) + "\n"
+
+
+def _reference_lines(report: dict[str, Any]) -> list[str]:
+    """The reference agent's mean pass^k per domain (the LLM gates), when it ran."""
+    tried = {n: d["reference"] for n, d in report["domains"].items() if "reference" in d}
+    if not tried:
+        return []
+    ks = sorted({k for r in tried.values() for k in r if k.startswith("pass^")}, key=lambda k: int(k[5:]))
+    lines = ["", "## Reference agent", "", "| domain | model | tasks tried | " + " | ".join(ks) + " | solved without tools |",
+             "|---|---|---:|" + "---:|" * (len(ks) + 1)]
+    for name, r in tried.items():
+        lines.append(f"| {name} | {r['model']} | {r['tasks']} | " + " | ".join(f"{r.get(k, 0.0):.2f}" for k in ks)
+                     + f" | {r['solved_without_tools']} |")
+    return lines
+
+
+def _llm_lines(usage: dict[str, Any] | None) -> list[str]:
+    """Requests, tokens and cost of the llm backend per stage, when it ran."""
+    if not usage:
+        return []
+    lines = ["", f"## LLM usage ({usage['model']})", "",
+             "| stage | requests | cache hits | retries | prompt tokens | completion tokens | cost ($) |",
+             "|---|---:|---:|---:|---:|---:|---:|"]
+    for name, s in [*usage["stages"].items(), ("**total**", usage["totals"])]:
+        lines.append(f"| {name} | {s['requests']:,} | {s['cache_hits']:,} | {s['retries']:,} | {s['prompt_tokens']:,} "
+                     f"| {s['completion_tokens']:,} | {s['cost_usd']:.4f} |")
+    return lines

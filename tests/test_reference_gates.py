@@ -19,6 +19,8 @@ from toolscale.flows.generate import RunConfig, domain_entry, domain_work
 from toolscale.flows.reference import ReferenceConfig, ReferenceUnavailable
 from toolscale.flows.store import read_jsonl
 from toolscale.quality.agent_gates import Attempts, apply_reference, pass_hat
+from toolscale.quality.report import markdown
+from toolscale.trainer.endpoints import EndpointConfig
 from trainer_support import GoldAgent
 
 DOMAIN = "school"
@@ -41,7 +43,7 @@ def gated(tmp_path_factory):
 def with_reference(gated, tmp_path: Path, server: LLMTestServer, trials: int = 3) -> RunConfig:
     config = gated[0]
     shutil.copytree(config.out, tmp_path / "out")
-    reference = ReferenceConfig(base_url=server.base_url, model="gold", trials=trials)
+    reference = ReferenceConfig(agent=EndpointConfig(base_url=server.base_url, model="gold"), trials=trials)
     return config.model_copy(update={"out": tmp_path / "out", "reference": reference})
 
 
@@ -71,6 +73,10 @@ def test_only_the_reference_stage_and_the_export_rerun_and_pass_k_is_recorded(ga
     records = [t.meta.reference for t in accepted + [r.task for r in rejected]]
     assert summary["tasks"] == len(tasks) and summary["model"] == "gold"
     assert summary["pass^1"] == round(sum(r.pass_hat["pass^1"] for r in records) / len(records), 3)
+    text = markdown({"backend": "offline", "seed": 2, "scale": 0.1, "domains": {DOMAIN: domain_entry(
+        domain_work(DOMAIN, config))}, "totals": {"accepted": 1, "candidates": 1, "domains": 1, "hardened": 0,
+                                                  "hardened_share": 0.0, "tools": 1, "rows": 1}}, config.out)
+    assert "## Reference agent" in text and f"| {DOMAIN} | gold | {len(tasks)} |" in text
 
 
 def test_a_task_the_agent_answers_without_tools_is_rejected(gated, tmp_path):

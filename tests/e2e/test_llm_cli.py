@@ -52,6 +52,8 @@ def test_generate_with_the_llm_backend_reports_tokens_and_cost(runs):
     assert movie["llm"]["totals"]["requests"] == runs["sent"]
     assert movie["llm"]["totals"]["prompt_tokens"] > 0 and movie["llm"]["totals"]["cost_usd"] > 0
     assert report["llm"]["totals"]["requests"] > runs["sent"]  # both domains
+    text = (runs["work"] / "a/report.md").read_text()
+    assert "## LLM usage (toolscale-test)" in text and f"| **total** | {report['llm']['totals']['requests']:,} |" in text
 
 
 def test_written_llm_tasks_replay_on_the_written_database(runs):
@@ -91,6 +93,8 @@ def test_a_rerun_with_a_warm_cache_sends_no_request_and_writes_the_same_files(ru
     (["generate", "--model", "m"], "are for --backend llm"),
     (["new-domain", "pet grooming salon"], "new-domain designs with an LLM"),
     (["new-domain", "!!!", "--llm-base-url", "http://127.0.0.1:9/v1", "--model", "m"], "no words to name a domain"),
+    (["generate", "--reference-model", "m"], "--reference-model needs --reference-base-url"),
+    (["generate", "--reference-trials", "5"], "--reference-trials need --reference-model"),
 ])
 def test_bad_llm_usage_exits_2_with_a_reason(tmp_path, args, message):
     proc = toolscale(*args, "--out", str(tmp_path / "out"), cwd=tmp_path)
