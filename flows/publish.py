@@ -3,8 +3,9 @@
 `publish` reads only the run's files (OUT/<domain>/..., OUT/report.json), so it serves any finished
 run, one domain at a time, and writes each folder beside its final place before swapping it in: an
 interrupted publish leaves the previous one whole. What it was made from is keyed like a stage
-(`publication_key`), so a rerun whose domains did not change reuses it without starting Prefect. `push` uploads OUT/hf with huggingface_hub (create_repo +
-upload_folder) to HF_ENDPOINT (the public Hub by default). The token is read from the environment
+(`publication_key`), so a rerun whose domains did not change reuses it without starting Prefect.
+`push` uploads OUT/hf with huggingface_hub (create_repo + upload_folder) to HF_ENDPOINT (the public
+Hub by default). The token is read from the environment
 or huggingface_hub's login inside the flow, never passed as a parameter, so Prefect never records it.
 """
 
@@ -183,5 +184,5 @@ def push(folder: Path, repo_id: str, private: bool = False) -> dict[str, str]:
     return upload_stage(folder, repo_id, private)
 
 
-__all__ = ["build_hf", "build_tau2", "hub_endpoint", "hub_token", "mark_published", "publication_key", "publish", "push",
-           "reuse_publication", "upload_plan"]
+__all__ = ["build_hf", "build_tau2", "hub_endpoint", "hub_token", "mark_published", "publication_key", "publish",
+           "push", "reuse_publication", "upload_plan"]

@@ -53,8 +53,8 @@ def reference_attempts(domain: Domain, env: Environment, tasks: list[Task],
     data = {domain.name: DomainData(domain=domain, env=env, tasks=tasks)}
     probe = evaluate_tasks(data, tasks[:1], _eval_config(config, 1, use_tools=False))
     if probe and probe[0].error:  # one try, not hundreds of retried ones, to find the server down
-        raise ReferenceUnavailable(f"the reference agent at {config.agent.base_url} ({config.agent.model}) does not answer: "
-                                   f"{probe[0].error}")
+        raise ReferenceUnavailable(f"the reference agent at {config.agent.base_url} ({config.agent.model}) does not "
+                                   f"answer: {probe[0].error}")
     tried = evaluate_tasks(data, tasks, _eval_config(config, config.trials, use_tools=True))
     bare = evaluate_tasks(data, tasks, _eval_config(config, 1, use_tools=False)) if config.without_tools else []
     failed: list[TrialResult] = [r for r in tried + bare if r.error]

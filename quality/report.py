@@ -162,7 +162,8 @@ def _reference_lines(report: dict[str, Any]) -> list[str]:
     if not tried:
         return []
     ks = sorted({k for r in tried.values() for k in r if k.startswith("pass^")}, key=lambda k: int(k[5:]))
-    lines = ["", "## Reference agent", "", "| domain | model | tasks tried | " + " | ".join(ks) + " | solved without tools |",
+    lines = ["", "## Reference agent", "",
+             "| domain | model | tasks tried | " + " | ".join(ks) + " | solved without tools |",
              "|---|---|---:|" + "---:|" * (len(ks) + 1)]
     for name, r in tried.items():
         lines.append(f"| {name} | {r['model']} | {r['tasks']} | " + " | ".join(f"{r.get(k, 0.0):.2f}" for k in ks)

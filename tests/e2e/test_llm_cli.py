@@ -53,7 +53,8 @@ def test_generate_with_the_llm_backend_reports_tokens_and_cost(runs):
     assert movie["llm"]["totals"]["prompt_tokens"] > 0 and movie["llm"]["totals"]["cost_usd"] > 0
     assert report["llm"]["totals"]["requests"] > runs["sent"]  # both domains
     text = (runs["work"] / "a/report.md").read_text()
-    assert "## LLM usage (toolscale-test)" in text and f"| **total** | {report['llm']['totals']['requests']:,} |" in text
+    total = report["llm"]["totals"]["requests"]
+    assert "## LLM usage (toolscale-test)" in text and f"| **total** | {total:,} |" in text
 
 
 def test_written_llm_tasks_replay_on_the_written_database(runs):
