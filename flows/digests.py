@@ -30,7 +30,13 @@ def _digest(data: bytes | str, size: int = 16) -> str:
 
 
 def _module_file(name: str) -> Path | None:
+    """The file of module `name`, found without running it: find_spec imports the parent, so a
+    name whose parent is a plain module (`from .hf import name` gives `...hf.name`) is looked
+    up no further; importing that module here would load all it imports (e.g. `datasets`)."""
+    parent = name.rpartition(".")[0]
     try:
+        if parent and getattr(importlib.util.find_spec(parent), "submodule_search_locations", None) is None:
+            return None
         spec = importlib.util.find_spec(name)
     except (ImportError, ValueError):
         return None

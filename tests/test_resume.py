@@ -4,6 +4,8 @@
 from __future__ import annotations
 
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -156,3 +158,14 @@ def test_runner_settings(text, kind, workers, address):
 def test_unknown_runner_settings_say_which_exist(text):
     with pytest.raises(RunnerError, match="threads|at least 1"):
         parse_runner(text)
+
+
+def test_keying_the_stages_runs_none_of_the_code_it_digests(tmp_path):
+    """Digests find module files without importing them: `from .hf import name` once imported
+    pipeline/hf.py and with it `datasets` (about 130 MB) into every generate process."""
+    script = ("import sys; from pathlib import Path; from toolscale.flows.generate import RunConfig, domain_work; "
+              f"domain_work('bank', RunConfig(domains=['bank'], out=Path({str(tmp_path)!r}))); "
+              "print(sorted(m for m in ('datasets', 'torch', 'transformers') if m in sys.modules))")
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.strip() == "[]"
