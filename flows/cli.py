@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import re
 import json
-import os
 import sys
 import time
 from pathlib import Path
@@ -126,15 +125,11 @@ def _reference(model: str | None, base_url: str | None, llm_base_url: str | None
 
     from .reference import ReferenceConfig
 
-    agent = EndpointConfig(base_url=base_url or llm_base_url, model=model, api_key_env=_api_key_variable())
+    from toolscale.pipeline.llm.config import api_key_variable
+
+    # the reference agent reads its key from the variable the LLM backend reads
+    agent = EndpointConfig(base_url=base_url or llm_base_url, model=model, api_key_env=api_key_variable())
     return ReferenceConfig(agent=agent, trials=trials)
-
-
-def _api_key_variable() -> str | None:
-    """The variable the LLM backend reads its key from, if set (the reference agent uses the same)."""
-    from toolscale.pipeline.llm.config import API_KEY_VARIABLES
-
-    return next((name for name in API_KEY_VARIABLES if os.environ.get(name)), None)
 
 
 def _backend(backend: str | None, base_url: str | None, model: str | None, config_file: Path | None):

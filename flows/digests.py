@@ -89,11 +89,21 @@ def _file_digest(path: Path) -> str:
     return _digest(path.read_bytes())
 
 
+def file_digest(path: Path) -> str:
+    """A file's SHA-256, read in chunks and not cached: for outputs, which change under a running process."""
+    with open(path, "rb") as fh:
+        return hashlib.file_digest(fh, "sha256").hexdigest()
+
+
+def _listing_digest(root: Path, paths: Iterable[Path], digest_of: Callable[[Path], str]) -> str:
+    return _digest("\n".join(f"{p.relative_to(root).as_posix()}:{digest_of(p)}" for p in sorted(paths)))
+
+
 def _tree_digest(root: Path) -> str:
     if not root.is_dir():
         return ""
-    files = sorted(p for p in root.rglob("*") if p.is_file() and "__pycache__" not in p.parts)
-    return _digest("\n".join(f"{p.relative_to(root)}:{_file_digest(p)}" for p in files))
+    return _listing_digest(root, [p for p in root.rglob("*") if p.is_file() and "__pycache__" not in p.parts],
+                           _file_digest)
 
 
 def code_digest(function: Callable[..., Any], modules: Iterable[str], prompts: bool = False) -> str:
@@ -113,17 +123,15 @@ def source_digest(domain: str) -> str:
 
 
 def files_digest(root: Path, paths: Iterable[Path]) -> str:
-    """The digest of files' names (relative to `root`) and contents, read in chunks (not cached:
-    these are outputs, which change under a running process)."""
-    parts = []
-    for path in sorted(paths):
-        with open(path, "rb") as fh:
-            parts.append(f"{path.relative_to(root).as_posix()}:{hashlib.file_digest(fh, 'blake2b').hexdigest()}")
-    return _digest("\n".join(parts))
+    """The digest of output files' names (relative to `root`) and contents."""
+    return _listing_digest(root, paths, file_digest)
+
+
+def json_digest(data: Any) -> str:
+    """A short key for JSON-like data (keys sorted; anything else as its str)."""
+    return _digest(json.dumps(data, sort_keys=True, default=str), size=10)
 
 
 def stage_key(stage: str, code: str, settings: dict[str, Any], upstream: str) -> str:
     """The key of one stage's artifact."""
-    blob = json.dumps({"stage": stage, "code": code, "settings": settings, "upstream": upstream},
-                      sort_keys=True, default=str)
-    return _digest(blob, size=10)
+    return json_digest({"stage": stage, "code": code, "settings": settings, "upstream": upstream})

@@ -11,7 +11,6 @@ or huggingface_hub's login inside the flow, never passed as a parameter, so Pref
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import shutil
@@ -27,7 +26,7 @@ from toolscale.pipeline.hf import TEST_FRACTION, Run, read_run, render_card, wri
 from toolscale.pipeline.tau2 import write_packages
 from toolscale.quality.stats import dataset_stats
 
-from .digests import code_digest, files_digest
+from .digests import code_digest, files_digest, json_digest
 from .store import read_json
 
 DEFAULT_ENDPOINT = "https://huggingface.co"
@@ -83,7 +82,7 @@ def publication_key(out: Path, test_fraction: float = TEST_FRACTION) -> str:
             "files": files_digest(out, [p for name in run.names for p in (out / name).rglob("*") if p.is_file()]),
             "code": code_digest(build_hf, ["toolscale.pipeline.hf", "toolscale.pipeline.tau2",
                                            "toolscale.quality.stats"])}
-    return hashlib.blake2b(json.dumps(blob, sort_keys=True, default=str).encode(), digest_size=10).hexdigest()
+    return json_digest(blob)
 
 
 def _outputs_digest(out: Path) -> str:

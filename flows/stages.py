@@ -15,7 +15,6 @@ Adding a stage is a function `_name(call: StageCall) -> None` and one `Stage(...
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,7 +29,7 @@ from toolscale.quality.agent_gates import apply_reference
 from toolscale.quality.gates import run_gates
 from toolscale.quality.report import domain_funnel
 
-from .digests import code_digest, source_digest, stage_key
+from .digests import code_digest, file_digest, source_digest, stage_key
 from .reference import ReferenceConfig, reference_attempts
 from .store import StageStore, concatenate, read_json, read_jsonl, write_json, write_jsonl
 
@@ -138,11 +137,6 @@ def _solve(call: StageCall) -> None:
     call.write_tasks(*apply_reference(tasks, attempts, w.reference.agent.model, w.reference.min_solved))
 
 
-def _file_digest(path: Path) -> str:
-    with open(path, "rb") as fh:
-        return hashlib.file_digest(fh, "sha256").hexdigest()
-
-
 def _export(call: StageCall) -> None:
     """The public files of OUT/<domain>/, then the funnel and the files' digests in the artifact."""
     w = call.work
@@ -159,7 +153,7 @@ def _export(call: StageCall) -> None:
     funnel = domain_funnel(accepted, rejected, tools=list(domain.toolkit.specs))
     funnel.update(tools=len(domain.toolkit.specs), rows=sum(len(r) for r in w.rows().values()), seed=w.seed)
     write_json(call.out / "funnel.json", funnel)
-    write_json(call.out / "files.json", {name: _file_digest(target / name) for name in PUBLIC_FILES})
+    write_json(call.out / "files.json", {name: file_digest(target / name) for name in PUBLIC_FILES})
 
 
 def _export_intact(work: DomainWork, artifact: Path) -> bool:
@@ -167,7 +161,7 @@ def _export_intact(work: DomainWork, artifact: Path) -> bool:
     target = work.out / work.name
     try:
         files = read_json(artifact / "files.json")
-        return all(_file_digest(target / name) == digest for name, digest in files.items())
+        return all(file_digest(target / name) == digest for name, digest in files.items())
     except (OSError, ValueError):
         return False
 

@@ -77,12 +77,15 @@ class LLMConfig(_Strict):
         return self.prices.get(model) or DEFAULT_PRICES.get(model)
 
 
+def api_key_variable() -> str | None:
+    """The first of TOOLSCALE_LLM_API_KEY and OPENAI_API_KEY that is set, if any."""
+    return next((name for name in API_KEY_VARIABLES if os.environ.get(name)), None)
+
+
 def api_key() -> str:
     """The key from TOOLSCALE_LLM_API_KEY or OPENAI_API_KEY; local servers take any, so 'EMPTY'."""
-    for name in API_KEY_VARIABLES:
-        if os.environ.get(name):
-            return os.environ[name]
-    return "EMPTY"
+    name = api_key_variable()
+    return os.environ[name] if name else "EMPTY"
 
 
 class LLMConfigError(ValueError):
