@@ -111,9 +111,10 @@ def _check_rules(spec: DomainSpec, toolkit: Toolkit, filename: str) -> None:
         if unknown:
             raise DomainError(f"{filename}: rule {rule.id!r} names unknown tool(s) {', '.join(unknown)}")
     for intent in spec.intents:
-        for action in (intent.template.actions if intent.template else []):
-            if action.name not in toolkit.specs:
-                raise DomainError(f"{filename}: intent {intent.name!r} uses unknown tool {action.name!r}")
+        named = [*intent.tools, *(a.name for a in (intent.template.actions if intent.template else []))]
+        for name in named:
+            if name not in toolkit.specs:
+                raise DomainError(f"{filename}: intent {intent.name!r} uses unknown tool {name!r}")
 
 
 def load_domain(path: str | Path) -> Domain:

@@ -150,6 +150,8 @@ class Intent(_Strict):
     name: str = Field(pattern=IDENTIFIER)
     description: str
     kind: Literal["read", "write"]
+    anchor_table: str | None = Field(None, description="the table of the record a task of this intent is about")
+    tools: list[str] = Field(default_factory=list, description="the tools an agent calls for it, in order")
     template: TaskTemplate | None = None
 
 
@@ -219,6 +221,8 @@ class DomainSpec(_Strict):
             for binding in (intent.template.bind.values() if intent.template else []):
                 if binding.table not in tables:
                     raise ValueError(f"intent {intent.name!r} binds unknown table {binding.table!r}")
+            if intent.anchor_table is not None and intent.anchor_table not in tables:
+                raise ValueError(f"intent {intent.name!r}: anchor_table {intent.anchor_table!r} is not a table")
         names = [i.name for i in self.intents]
         if len(set(names)) != len(names):
             raise ValueError("duplicate intent names")

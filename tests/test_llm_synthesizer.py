@@ -9,7 +9,10 @@ import json
 import pytest
 
 from llm_server import Faults, LLMTestServer
-from toolscale.domains import Environment, replay
+import yaml
+
+from toolscale.domains import DomainError, Environment, load_domain_text, replay
+from toolscale.pipeline.llm.examples import builtin
 from toolscale.pipeline.llm import LLMClient, LLMConfig, LLMStageError, LLMSynthesizer, SynthesisOptions
 
 DOMAIN = "movie"
@@ -126,6 +129,35 @@ def test_a_rerun_with_a_warm_cache_sends_no_request(tmp_path, clean_run):
     assert second[4]["totals"]["requests"] == 0
     assert second[4]["totals"]["cache_hits"] == first[4]["totals"]["requests"]
     assert dumps(second[2]) == dumps(first[2]) == dumps(clean_run[0][2])
+
+
+def test_a_stored_design_is_tasked_without_asking_for_its_intents_again(clean_run):
+    (domain, rows, tasks, _, _), _ = clean_run
+    stored = load_domain_text(*(domain.sources[f] for f in ("domain.yaml", "tools.py", "policy.md")), domain.name)
+    assert all(i.anchor_table and i.tools for i in stored.spec.intents)  # the design keeps them
+    config = LLMConfig(base_url="", model="toolscale-test", cache_dir=None, synthesis=SMALL)
+    with LLMTestServer() as server:
+        config = config.model_copy(update={"base_url": server.base_url})
+        client = LLMClient(config)
+        try:
+            synth = LLMSynthesizer(config, seed=3, client=client)  # a fresh instance: it remembers nothing
+            with Environment.from_rows(stored, rows) as env:
+                again, _ = synth.tasks(stored, env, rows, 3)
+        finally:
+            client.close()
+        assert set(synth.report()["stages"]) == {"task"}
+    assert dumps(again) == dumps(tasks)
+
+
+def test_intent_anchors_and_tools_are_checked_when_a_domain_loads():
+    domain = builtin("bank")
+    spec = yaml.safe_load(domain.sources["domain.yaml"])
+    spec["intents"][0].update(anchor_table="nowhere")
+    with pytest.raises(DomainError, match="anchor_table 'nowhere' is not a table"):
+        load_domain_text(yaml.safe_dump(spec), domain.toolkit.source, domain.policy, "bank")
+    spec["intents"][0].update(anchor_table=spec["tables"][0]["name"], tools=["no_such_tool"])
+    with pytest.raises(DomainError, match="unknown tool 'no_such_tool'"):
+        load_domain_text(yaml.safe_dump(spec), domain.toolkit.source, domain.policy, "bank")
 
 
 def test_a_new_domain_is_designed_from_its_brief():

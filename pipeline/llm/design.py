@@ -154,9 +154,11 @@ def build_intents(domain: Domain, answer: IntentsAnswer, count: int, final: bool
 
 
 def with_intents(domain: Domain, intents: list[IntentProposal]) -> Domain:
-    """The domain reloaded with the intents in its spec (no templates: the LLM writes the tasks)."""
-    spec = domain.spec.model_copy(update={"intents": [Intent(name=i.name, description=i.description, kind=i.kind)
-                                                      for i in intents]})
+    """The domain reloaded with the intents in its spec, anchors and tools included, so a later run
+    writes tasks from the stored design alone (no templates: the LLM writes the tasks)."""
+    spec = domain.spec.model_copy(update={"intents": [
+        Intent(name=i.name, description=i.description, kind=i.kind, anchor_table=i.anchor_table, tools=i.tools)
+        for i in intents]})
     return load_domain_text(spec_yaml(spec), domain.toolkit.source, domain.policy, domain.name)
 
 

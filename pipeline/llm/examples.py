@@ -65,11 +65,16 @@ def tools_example(name: str) -> str:
     return builtin(name).toolkit.source
 
 
-def intent_proposal(intent: Intent) -> IntentProposal:
-    """A built-in intent as the intents stage proposes one (its template's first binding is the anchor)."""
-    template = intent.template
-    anchor = next(iter(template.bind.values())).table
-    tools = list(dict.fromkeys(a.name for a in template.actions))
+def intent_proposal(intent: Intent) -> IntentProposal | None:
+    """An intent of a spec as the intents stage proposes one: its own anchor_table and tools, else
+    its template's (the first binding is the anchor); None when it has neither."""
+    if intent.anchor_table and intent.tools:
+        anchor, tools = intent.anchor_table, intent.tools
+    elif intent.template is not None:
+        anchor = next(iter(intent.template.bind.values())).table
+        tools = list(dict.fromkeys(a.name for a in intent.template.actions))
+    else:
+        return None
     return IntentProposal(name=intent.name, description=intent.description, kind=intent.kind,
                           anchor_table=anchor, tools=tools)
 

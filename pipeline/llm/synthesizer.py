@@ -31,7 +31,7 @@ from .client import LLMClient, LLMRequestError, shared_client
 from .config import LLMConfig, SynthesisOptions
 from .design import build_design, build_intents, build_tools, subset_of_tools, with_intents
 from .dialogue import Outcome, solicit
-from .examples import builtin
+from .examples import builtin, intent_proposal
 from .rows import TableFill, batch_seed, choices, fixed_rows, plan
 from .slices import db_slice
 from .tasks import build_task, unbuilt_task
@@ -124,11 +124,15 @@ class LLMSynthesizer:
         return out.value
 
     async def _intents_of(self, domain: Domain) -> list[IntentProposal]:
-        """This domain's intents with their anchors and tools: remembered from design, or asked again
-        (a cache hit when the design ran with this cache) for a domain designed by another instance."""
+        """This domain's intents with their anchors and tools: remembered from design, read from the
+        spec (a stored design, a domain folder), or, for a spec whose intents lack them, asked again."""
         if domain.name not in self._intents:
-            bare = Domain(domain.spec.model_copy(update={"intents": []}), domain.policy, domain.toolkit)
-            self._intents[domain.name] = await self._propose_intents(bare)
+            proposals = [intent_proposal(i) for i in domain.spec.intents]
+            if all(proposals):
+                self._intents[domain.name] = proposals
+            else:
+                bare = Domain(domain.spec.model_copy(update={"intents": []}), domain.policy, domain.toolkit)
+                self._intents[domain.name] = await self._propose_intents(bare)
         names = [i.name for i in domain.spec.intents]
         return sorted((i for i in self._intents[domain.name] if i.name in names), key=lambda i: names.index(i.name))
 
