@@ -184,7 +184,7 @@ def _execute(config) -> None:
     console.print(_summary(report))
     console.print(f"wrote {out}/ in {time.perf_counter() - started:.1f}s")
     stages = report["stages"]
-    if not stages["computed"]:
+    if not stages["computed"] and not report["failed"]:
         console.print(f"nothing to recompute: all {stages['reused']} stage artifacts in {out}/.toolscale/stages "
                       "are current (--refresh recomputes them)")
     elif stages["reused"]:

@@ -130,6 +130,11 @@ def build_domain(name: str, config: RunConfig) -> dict[str, Any]:
             if stage.name in todo:
                 retries = STAGE_RETRIES if (stage.synthesizer and calls_out) or (stage.agent and asks_agent) else 0
                 run_stage.with_options(retries=retries, retry_delay_seconds=[2, 10])(stage.name, name, work)
+    except Exception:
+        spent = work.synth.take_report() if hasattr(work.synth, "take_report") else None
+        if spent:
+            work.store.record_failed_usage(spent)
+        raise
     finally:
         work.close()
     return {"entry": domain_entry(work), "computed": todo}
@@ -178,8 +183,10 @@ def finish_run(config: RunConfig, results: dict[str, dict[str, Any]], failed: di
     report.update(totals=totals(domains), domains=domains, failed=failed,
                   stages={"computed": computed, "reused": reused},
                   timings_s={"flow": round(time.perf_counter() - start, 3)})
-    if any("llm" in d for d in domains.values()):
-        report["llm"] = merge_reports([d["llm"] for d in domains.values() if "llm" in d])
+    spent = [d["llm"] for d in domains.values() if "llm" in d]
+    spent += [u for n in failed if (u := StageStore(config.out, n).failed_usage())]
+    if spent:  # failed domains' requests cost too
+        report["llm"] = merge_reports(spent)
     atomic_write(config.out / "report.json", json.dumps(report, indent=2) + "\n")
     text = markdown(report, config.out)
     atomic_write(config.out / "report.md", text)

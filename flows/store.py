@@ -26,6 +26,7 @@ from toolscale.pipeline.export import dumps_line
 
 STORE_DIR = Path(".toolscale") / "stages"
 META = "meta.json"
+FAILED_USAGE = "failed-llm.json"
 Model = TypeVar("Model", bound=BaseModel)
 
 
@@ -63,13 +64,26 @@ class StageStore:
         os.replace(tmp, final)
 
     def clean(self, keep: dict[str, str]) -> None:
-        """Remove temporary folders left by killed runs, and artifacts whose key is not in `keep`."""
+        """Remove temporary folders left by killed runs, artifacts whose key is not in `keep`, and
+        the spending of an earlier failed try."""
         if not self.root.is_dir():
             return
         current = {f"{stage}-{key}" for stage, key in keep.items()}
         for entry in self.root.iterdir():
-            if entry.name.startswith(".") or entry.name not in current:
+            if entry.is_file():
+                entry.unlink()
+            elif entry.name.startswith(".") or entry.name not in current:
                 shutil.rmtree(entry, ignore_errors=True)
+
+    def record_failed_usage(self, usage: dict[str, Any]) -> None:
+        """What a failed stage spent on the LLM: it has no artifact to keep it, and the report must
+        still count it."""
+        self.root.mkdir(parents=True, exist_ok=True)
+        write_json(self.root / FAILED_USAGE, usage)
+
+    def failed_usage(self) -> dict[str, Any] | None:
+        path = self.root / FAILED_USAGE
+        return read_json(path) if path.is_file() else None
 
 
 def write_json(path: Path, data: Any, indent: int | None = None) -> None:

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from llm_server import LLMTestServer
+from llm_server import Faults, LLMTestServer
 from toolscale.domains import Environment, Task, load_domain, replay
 
 
@@ -55,6 +55,26 @@ def test_generate_with_the_llm_backend_reports_tokens_and_cost(runs):
     text = (runs["work"] / "a/report.md").read_text()
     total = report["llm"]["totals"]["requests"]
     assert "## LLM usage (toolscale-test)" in text and f"| **total** | {total:,} |" in text
+
+
+def test_a_domain_whose_tools_never_compile_fails_and_its_spending_is_still_reported(tmp_path):
+    faults = Faults(rate=1.0, kinds=("bad_tool_source",), max_per_conversation=99, stages=("tools",))
+    with LLMTestServer(faults=faults) as server:
+        proc = toolscale("generate", "--domains", "movie", "--out", "out", "--llm-base-url", server.base_url,
+                         "--model", "toolscale-test", "--llm-config", str(_small_config(tmp_path)), cwd=tmp_path)
+    assert proc.returncode == 1, proc.stderr[-3000:]
+    said = " ".join(proc.stderr.split())
+    assert "movie failed: LLMStageError: movie: no valid tools" in said and "nothing to recompute" not in said
+    report = json.loads((tmp_path / "out/report.json").read_text())
+    assert report["domains"] == {} and "no valid tools" in report["failed"]["movie"]
+    assert report["llm"]["totals"]["requests"] == server.stats.requests  # design, and every tools round
+    assert set(report["llm"]["stages"]) == {"design", "tools"}
+
+
+def _small_config(folder: Path) -> Path:
+    config = folder / "llm.yaml"
+    config.write_text(yaml.safe_dump({"cache_dir": None, "synthesis": {"repair_rounds": 1}}))
+    return config
 
 
 def test_written_llm_tasks_replay_on_the_written_database(runs):
