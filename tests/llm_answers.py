@@ -93,6 +93,16 @@ def task(request: dict[str, Any], db_slice: dict[str, list[dict[str, Any]]]) -> 
     return answer.model_dump(mode="json", exclude={"infeasible"})
 
 
+DISTRACTOR = "In passing, you mention the trip you took last spring; it has nothing to do with this request."
+
+
+def harden(task: dict[str, Any]) -> dict[str, Any]:
+    """The verified task with a distractor added: it replays as the original does."""
+    keep = ("reason_for_call", "known_info", "unknown_info", "actions", "communicate", "nl_assertions")
+    return {"steps": ["distractor"],
+            "task": {**{k: task[k] for k in keep}, "task_instructions": f"{task['task_instructions']} {DISTRACTOR}"}}
+
+
 def answer(prompt: str) -> tuple[str, dict[str, Any]] | None:
     """(stage, answer) for a toolscale prompt, or None when the prompt is not one."""
     found = sections(prompt)
@@ -110,6 +120,8 @@ def answer(prompt: str) -> tuple[str, dict[str, Any]] | None:
         return stage, populate(request)
     if stage == "task":
         return stage, task(request, found.get("Database slice", {}))
+    if stage == "harden":
+        return stage, harden(found["Task"])
     if stage == "judge":
         return stage, {"verdict": "pass", "reason": "the test server passes everything"}
     return stage, {"error": f"the test server does not answer stage {stage!r}"}

@@ -79,6 +79,10 @@ def _corrupt(kind: str, stage: str, answer: dict[str, Any]) -> str:
     if kind == "hallucinated_tool" and stage == "task" and answer.get("actions"):
         actions = [{**answer["actions"][0], "name": "lookup_everything"}, *answer["actions"][1:]]
         return json.dumps({**answer, "actions": actions})
+    if kind == "hallucinated_tool" and stage == "harden":
+        task = answer["task"]
+        return json.dumps({**answer, "task": {**task, "actions": [{**task["actions"][0], "name": "lookup_everything"},
+                                                                  *task["actions"][1:]]}})
     if kind == "hallucinated_tool" and stage == "intents":
         first = answer["intents"][0]
         return json.dumps({"intents": [{**first, "tools": [*first["tools"], "teleport_customer"]},

@@ -8,11 +8,16 @@ import json
 
 import pytest
 
+from llm_answers import DISTRACTOR
 from llm_server import Faults, LLMTestServer
 import yaml
 
 from toolscale.domains import DomainError, Environment, load_domain_text, replay
+from toolscale.pipeline.llm import prompts
+from toolscale.pipeline.llm.answers import HardenAnswer, IntentProposal, TaskAnswer
+from toolscale.pipeline.llm.dialogue import Invalid
 from toolscale.pipeline.llm.examples import builtin
+from toolscale.pipeline.llm.harden import build_hardened, shown_task
 from toolscale.pipeline.llm import LLMClient, LLMConfig, LLMStageError, LLMSynthesizer, SynthesisOptions
 
 DOMAIN = "movie"
@@ -165,3 +170,74 @@ def test_a_new_domain_is_designed_from_its_brief():
         domain, rows, tasks, _, _ = synthesize(server, name="pet_grooming_salon")
     assert domain.name == "pet_grooming_salon" and domain.spec.intents
     assert tasks and all(t.id.startswith("pet_grooming_salon.") for t in tasks)
+
+
+def harden(server: LLMTestServer, domain, rows, tasks, repair_rounds: int = 2):
+    config = LLMConfig(base_url=server.base_url, model="toolscale-test", cache_dir=None, backoff_s=0.01,
+                       timeout_s=10.0, synthesis=SMALL.model_copy(update={"repair_rounds": repair_rounds}))
+    client = LLMClient(config)
+    try:
+        synth = LLMSynthesizer(config, seed=3, client=client)
+        with Environment.from_rows(domain, rows) as env:
+            hardened, rejected = synth.harden(domain, env, tasks, 3)
+        return hardened, rejected, synth.report()
+    finally:
+        client.close()
+
+
+def test_the_model_rewrites_a_share_of_the_tasks_harder_and_every_variant_replays(clean_run):
+    (domain, rows, tasks, _, _), _ = clean_run
+    with LLMTestServer() as server:
+        hardened, rejected, usage = harden(server, domain, rows, tasks)
+    variants = [t for t in hardened if t.id.endswith(".hard")]
+    assert not rejected and len(variants) == round(len(tasks) * SMALL.harden_share) > 0
+    assert len(hardened) == len(tasks)  # each variant replaced its base
+    assert {t.id.removesuffix(".hard") for t in variants}.isdisjoint(t.id for t in hardened)
+    assert set(usage["stages"]) == {"harden"}
+    with Environment.from_rows(domain, rows) as env:
+        for task in variants:
+            assert task.meta.hardening == ["distractor"] and DISTRACTOR in task.user_scenario.instructions.task_instructions
+            assert task.meta.lineage.prompt_digest == prompts.digest("harden")
+            with env.fork() as fork:
+                results = replay(fork, task.gold_calls())
+                assert all(r.ok for r in results) and fork.state_hash() == task.meta.final_state_hash
+    with LLMTestServer() as server:
+        assert dumps(harden(server, domain, rows, tasks)[0]) == dumps(hardened)  # same seed, same variants
+
+
+def test_variants_that_stay_broken_are_rejected_with_their_reason_and_their_bases_kept(clean_run):
+    (domain, rows, tasks, _, _), _ = clean_run
+    faults = Faults(rate=1.0, kinds=("hallucinated_tool",), max_per_conversation=99, stages=("harden",))
+    with LLMTestServer(faults=faults) as server:
+        hardened, rejected, usage = harden(server, domain, rows, tasks, repair_rounds=1)
+    assert dumps(hardened) == dumps(tasks)
+    assert len(rejected) == round(len(tasks) * SMALL.harden_share)
+    for r in rejected:
+        assert r.gate == "synthesis" and r.task.id.endswith(".hard")
+        assert r.reason.startswith("hardened variant: llm unknown_tool after 1 repair round: action 0 calls "
+                                   "'lookup_everything'")
+    assert usage["totals"]["requests"] == 2 * len(rejected)
+
+
+def test_a_variant_must_change_the_task_and_a_composition_must_add_calls(clean_run):
+    (domain, rows, tasks, _, _), _ = clean_run
+    base = tasks[0]
+    shown = shown_task(base)
+    same = TaskAnswer(**{k: shown[k] for k in ("reason_for_call", "known_info", "unknown_info", "task_instructions",
+                                               "nl_assertions")},
+                      actions=shown["actions"], communicate=base.evaluation_criteria.communicate_info)
+    intent = IntentProposal(name=base.meta.intent, description="d", kind=base.meta.kind,
+                            anchor_table=domain.spec.tables[0].name, tools=[a["name"] for a in shown["actions"]])
+    lineage = base.meta.lineage
+    tools = list(domain.toolkit.specs)
+    with Environment.from_rows(domain, rows) as env:
+        with pytest.raises(Invalid, match="the task is the one given"):
+            build_hardened(domain, env, base, intent, tools, HardenAnswer(steps=["distractor"], task=same), lineage)
+        longer = same.model_copy(update={"task_instructions": same.task_instructions + " Also, hurry."})
+        with pytest.raises(Invalid, match="a composition adds a second request"):
+            build_hardened(domain, env, base, intent, tools, HardenAnswer(steps=["composition"], task=longer),
+                           lineage)
+        variant = build_hardened(domain, env, base, intent, tools, HardenAnswer(steps=["distractor"], task=longer),
+                                 lineage)
+    assert variant.id == f"{base.id}.hard" and variant.meta.intent == base.meta.intent
+    assert variant.meta.expected_outputs == base.meta.expected_outputs

@@ -51,6 +51,7 @@ class SynthesisOptions(_Strict):
     rows_per_request: int = Field(8, ge=1, description="rows of a root table per populate request")
     parents_per_request: int = Field(6, ge=1, description="parent rows per populate request of a child table")
     slice_rows: int = Field(30, ge=1, description="most rows of one table in a task's database slice")
+    harden_share: float = Field(0.5, ge=0, le=1, description="share of the tasks the model rewrites harder")
     repair_rounds: int = Field(2, ge=0, description="times validation errors go back to the model")
 
 

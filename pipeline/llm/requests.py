@@ -68,3 +68,11 @@ def task(domain: Domain, intent: IntentProposal, tool_names: list[str], db_slice
                             request={"stage": "task", "domain": domain.name, "intent": intent.name,
                                      "anchor": {"table": anchor[0], "key": anchor[1]}, "tools": tool_names,
                                      "candidate": candidate, "seed": seed})
+
+
+def harden(domain: Domain, task: dict[str, Any], tool_names: list[str], db_slice: Rows, base_id: str,
+           seed: int) -> list[dict[str, str]]:
+    schemas = [domain.toolkit.specs[name].openai_schema()["function"] for name in tool_names]
+    return prompts.messages("harden", domain=domain.spec, policy=domain.policy, task=task, tools=schemas,
+                            slice=db_slice, request={"stage": "harden", "domain": domain.name, "task": base_id,
+                                                     "tools": tool_names, "seed": seed})

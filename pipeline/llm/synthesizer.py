@@ -5,8 +5,8 @@ answer is parsed into the same pydantic types and passes the same loader and com
 domain folder, with repair rounds (dialogue.py). populate(domain, seed) fills the tables in
 batches (rows.py). tasks(domain, env, rows, seed) writes, for each intent, candidates from a
 sampled anchor row, a tool subset and a database slice, and keeps those whose gold replays
-(tasks.py); every other candidate becomes a Rejection with its reason. harden(...) applies the
-offline backend's procedural operators to the accepted tasks.
+(tasks.py); every other candidate becomes a Rejection with its reason. harden(...) has the model
+rewrite a share of the tasks harder, each variant replayed the same way (harden.py).
 
 Each stage is synchronous for its caller and runs its requests concurrently on the shared
 client's event loop. Seeds go into every request, and the response cache makes a rerun with
@@ -22,15 +22,16 @@ from typing import Any
 from toolscale.domains import BUILTIN_DOMAINS, Domain, Environment
 from toolscale.domains.tasks import Lineage, Rejection, Task
 
-from ..harden import harden as harden_offline
 from ..populate import Rows
 from ..templating import derive_seed
 from . import prompts, requests
-from .answers import DesignAnswer, IntentProposal, IntentsAnswer, RowsAnswer, TaskAnswer, ToolsAnswer
+from .answers import (DesignAnswer, HardenAnswer, IntentProposal, IntentsAnswer, RowsAnswer, TaskAnswer,
+                      ToolsAnswer)
 from .client import LLMClient, LLMRequestError, shared_client
 from .config import LLMConfig, SynthesisOptions
 from .design import build_design, build_intents, build_tools, subset_of_tools, with_intents
 from .dialogue import Outcome, solicit
+from .harden import anchor_key, build_hardened, shown_task, unbuilt_variant
 from .examples import builtin, intent_proposal
 from .rows import TableFill, batch_seed, choices, fixed_rows, plan
 from .slices import db_slice
@@ -176,10 +177,44 @@ class LLMSynthesizer:
     # harden ----------------------------------------------------------------------------------
     def harden(self, domain: Domain, env: Environment, tasks: list[Task],
                seed: int) -> tuple[list[Task], list[Rejection]]:
-        """Harder variants by the same procedural operators as the offline backend: they read only a
-        task's text, gold calls and recorded outputs, so they serve any domain. (prompts/harden.j2 is
-        the LLM's version of this stage, not wired yet.)"""
-        return harden_offline(domain, env, tasks, seed)
+        """The tasks with a seeded `harden_share` of them rewritten harder by the model (composition,
+        conditions, indirect references, distractors). A variant that replays replaces its base (the
+        two would be near-duplicates); one that does not is a rejection, and its base stays."""
+        return self.client.run(self._harden(domain, env, tasks, seed))
+
+    async def _harden(self, domain: Domain, env: Environment, tasks: list[Task],
+                      seed: int) -> tuple[list[Task], list[Rejection]]:
+        intents = {i.name: i for i in await self._intents_of(domain)}
+        rng = random.Random(derive_seed(seed, domain.name, "llm-harden"))
+        pool = [t for t in tasks if t.meta.intent in intents]
+        chosen = {t.id for t in rng.sample(pool, round(len(pool) * self.options.harden_share))}
+        lineage = Lineage(backend="llm", model=self.config.model, seed=seed, prompt_digest=prompts.digest("harden"))
+        rows = env.dump() if chosen else {}
+        bases = [t for t in tasks if t.id in chosen]
+        outcomes = await asyncio.gather(*(self._variant(domain, env, rows, lineage, seed, t, intents[t.meta.intent])
+                                          for t in bases))
+        variants = {base.id: v for base, v in zip(bases, outcomes) if isinstance(v, Task)}
+        rejected = [v for v in outcomes if isinstance(v, Rejection)]
+        return [t for t in tasks if t.id not in variants] + list(variants.values()), rejected
+
+    async def _variant(self, domain: Domain, env: Environment, rows: Rows, lineage: Lineage, seed: int,
+                       base: Task, intent: IntentProposal) -> Task | Rejection:
+        rng = random.Random(derive_seed(seed, domain.name, "llm-harden", base.id))
+        needed = list(dict.fromkeys([*intent.tools, *(a.name for a in base.evaluation_criteria.actions)]))
+        tools = subset_of_tools(domain, needed, self.options.distractor_tools, rng)
+        try:
+            part = db_slice(domain.spec, rows, intent.anchor_table, anchor_key(base, domain.spec, intent.anchor_table),
+                            rng, self.options.slice_rows)
+        except KeyError:  # the task names no record of its anchor table: the model works from its outputs
+            part = {}
+        request = request_seed(seed, domain.name, "harden", base.id)
+        messages = requests.harden(domain, shown_task(base), tools, part, base.id, request)
+        out = await self._ask("harden", messages, HardenAnswer, lambda answer, final: build_hardened(
+            domain, env, base, intent, tools, answer, lineage), request)
+        if out.ok:
+            return out.value
+        variant = unbuilt_variant(domain, base, intent, out.last_answer, lineage)
+        return Rejection(task=variant, gate="synthesis", reason=f"hardened variant: {out.reason}")
 
     # tasks -----------------------------------------------------------------------------------
     def tasks(self, domain: Domain, env: Environment, rows: Rows, seed: int) -> tuple[list[Task], list[Rejection]]:

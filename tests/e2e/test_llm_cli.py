@@ -48,7 +48,7 @@ def test_generate_with_the_llm_backend_reports_tokens_and_cost(runs):
     movie = report["domains"]["movie"]
     assert report["backend"] == "llm" and report["settings"]["llm"]["model"] == "toolscale-test"
     assert movie["accepted"] > 0
-    assert set(movie["llm"]["stages"]) == {"design", "tools", "intents", "populate", "task"}
+    assert set(movie["llm"]["stages"]) == {"design", "tools", "intents", "populate", "task", "harden"}
     assert movie["llm"]["totals"]["requests"] == runs["sent"]
     assert movie["llm"]["totals"]["prompt_tokens"] > 0 and movie["llm"]["totals"]["cost_usd"] > 0
     assert report["llm"]["totals"]["requests"] > runs["sent"]  # both domains

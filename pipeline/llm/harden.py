@@ -1,0 +1,81 @@
+"""The harden stage's validator: an LLM's harder variant of a task becomes a Task only if it replays.
+
+The variant is built exactly as a new task is (tasks.build_task: every gold call replayed on a fork,
+what to communicate read from the real outputs), and must also be a real change: not the task it was
+given, and a composition must add calls. It keeps the base task's intent and lineage of steps.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from toolscale.domains import Domain, Environment
+from toolscale.domains.spec import DomainSpec
+from toolscale.domains.tasks import Lineage, Task
+
+from ..instantiate import difficulty_of
+from .answers import HardenAnswer, IntentProposal
+from .dialogue import Invalid, Problem
+from .tasks import build_task, unbuilt_task
+
+
+def shown_task(task: Task) -> dict[str, Any]:
+    """What the prompt shows of a verified task: the user's side, the gold calls and their outputs."""
+    ins = task.user_scenario.instructions
+    return {"reason_for_call": ins.reason_for_call, "known_info": ins.known_info or "",
+            "unknown_info": ins.unknown_info or "", "task_instructions": ins.task_instructions,
+            "actions": [{"name": a.name, "arguments": a.arguments} for a in task.evaluation_criteria.actions],
+            "outputs": task.meta.expected_outputs, "communicate": task.evaluation_criteria.communicate_info,
+            "nl_assertions": task.evaluation_criteria.nl_assertions}
+
+
+def anchor_key(task: Task, spec: DomainSpec, table: str) -> Any:
+    """The key of the `table` record the task is about: the first value of that table's primary key
+    among the gold calls' arguments, then their outputs; None if the task never names one."""
+    pk = spec.table(table).primary_key.name
+    for action in task.evaluation_criteria.actions:
+        if action.arguments.get(pk) is not None:
+            return action.arguments[pk]
+    for output in task.meta.expected_outputs:
+        for record in (output if isinstance(output, list) else [output]):
+            if isinstance(record, dict) and record.get(pk) is not None:
+                return record[pk]
+    return None
+
+
+def _same_task(a: Task, b: Task) -> bool:
+    return (a.user_scenario.instructions == b.user_scenario.instructions
+            and a.gold_calls() == b.gold_calls())
+
+
+def build_hardened(domain: Domain, env: Environment, base: Task, intent: IntentProposal, tools: list[str],
+                   answer: HardenAnswer, lineage: Lineage) -> Task:
+    """The replayed harder variant of `base`, or Invalid saying why it is not one."""
+    task = build_task(domain, env, intent, tools, answer.task, f"{base.id}.hard", lineage)
+    calls = len(task.evaluation_criteria.actions)
+    if _same_task(task, base):
+        raise Invalid([Problem("unchanged", "the task is the one given: apply at least one of the steps")])
+    if "composition" in answer.steps and calls <= len(base.evaluation_criteria.actions):
+        raise Invalid([Problem("not_composed", f"a composition adds a second request, but the gold has {calls} "
+                                               f"actions, as many as the original's or fewer")])
+    return _as_variant(domain, base, task, answer.steps)
+
+
+def _as_variant(domain: Domain, base: Task, task: Task, steps: list[str]) -> Task:
+    hardening = [*base.meta.hardening, *dict.fromkeys(steps)]
+    actions = task.evaluation_criteria.actions
+    writes = sum(domain.toolkit.specs[a.name].kind == "write" for a in actions if a.name in domain.toolkit.specs)
+    meta = task.meta.model_copy(update={"intent": base.meta.intent, "hardening": hardening,
+                                        "kind": "write" if writes else base.meta.kind,
+                                        "difficulty": difficulty_of(len(actions), writes, len(hardening))})
+    return task.model_copy(update={"description": base.description, "meta": meta})
+
+
+def unbuilt_variant(domain: Domain, base: Task, intent: IntentProposal, answer: HardenAnswer | None,
+                    lineage: Lineage) -> Task:
+    """The variant as the model last wrote it (unreplayed), kept with its rejection; the base itself
+    when no answer parsed."""
+    if answer is None:
+        return base.model_copy(update={"id": f"{base.id}.hard"})
+    task = unbuilt_task(domain, intent, f"{base.id}.hard", lineage, answer.task)
+    return _as_variant(domain, base, task, answer.steps)
