@@ -38,6 +38,8 @@ LLM_HELP = {
                        "in --reference-trials tries, or solves without tools, is rejected.",
     "reference_base_url": "The reference agent's OpenAI-compatible endpoint (default: --llm-base-url).",
     "reference_trials": "k: the reference agent's tries per task (pass^k goes into each task's meta).",
+    "reference_judge": "An LLM judge (the reference agent's endpoint) must also pass each solved try of a task "
+                       "with nl_assertions.",
 }
 
 
@@ -100,10 +102,11 @@ def generate(
     reference_model: str | None = typer.Option(None, help=LLM_HELP["reference_model"]),
     reference_base_url: str | None = typer.Option(None, help=LLM_HELP["reference_base_url"]),
     reference_trials: int = typer.Option(3, min=1, help=LLM_HELP["reference_trials"]),
+    reference_judge: bool = typer.Option(False, "--reference-judge", help=LLM_HELP["reference_judge"]),
 ) -> None:
     """Generate databases, tools and quality-gated tasks for the domains (resuming an interrupted run)."""
     backend, llm = _backend(backend, llm_base_url, model, llm_config)
-    reference = _reference(reference_model, reference_base_url, llm_base_url, reference_trials)
+    reference = _reference(reference_model, reference_base_url, llm_base_url, reference_trials, reference_judge)
     names = _domain_list(domains)
     _check_runner(runner)
     configure_prefect()
@@ -113,11 +116,11 @@ def generate(
                        runner=runner, reference=reference))
 
 
-def _reference(model: str | None, base_url: str | None, llm_base_url: str | None, trials: int):
+def _reference(model: str | None, base_url: str | None, llm_base_url: str | None, trials: int, judge: bool):
     """The reference agent's config, or None; exits 2 when it is half given."""
     if model is None:
-        if base_url is not None or trials != 3:
-            _fail_usage("--reference-base-url and --reference-trials need --reference-model")
+        if base_url is not None or trials != 3 or judge:
+            _fail_usage("--reference-base-url, --reference-trials and --reference-judge need --reference-model")
         return None
     if (base_url or llm_base_url) is None:
         _fail_usage("--reference-model needs --reference-base-url (or --llm-base-url)")
@@ -129,7 +132,7 @@ def _reference(model: str | None, base_url: str | None, llm_base_url: str | None
 
     # the reference agent reads its key from the variable the LLM backend reads
     agent = EndpointConfig(base_url=base_url or llm_base_url, model=model, api_key_env=api_key_variable())
-    return ReferenceConfig(agent=agent, trials=trials)
+    return ReferenceConfig(agent=agent, trials=trials, judge=agent if judge else None)
 
 
 def _backend(backend: str | None, base_url: str | None, model: str | None, config_file: Path | None):

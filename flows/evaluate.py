@@ -38,7 +38,7 @@ def evaluate(config: EvalConfig) -> dict[str, Any]:
     for name in sorted(data):
         results.extend(evaluate_domain(name, data, config))
     report = {"config": config.model_dump(mode="json"), "summary": summarize_trials(results, config.trials),
-              "trials": [r.model_dump(mode="json") for r in results]}
+              "trials": [r.record() for r in results]}
     atomic_write(config.out, json.dumps(report, indent=2) + "\n")
     return report
 

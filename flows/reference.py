@@ -3,20 +3,25 @@ tools and once without, by an OpenAI-compatible agent (the synthesizer's endpoin
 through the evaluation harness (trainer/evaluate.py), so it is scored exactly as `toolscale eval`
 and the trainer's reward score. quality/agent_gates.py turns the outcomes into verdicts.
 
-An attempt that could not reach the agent decides nothing: the stage fails (and is retried, and
+With a judge, a try that passed the database and communicate checks of a task with nl_assertions
+counts as solved only if the judge (prompts/judge.j2) says the conversation fulfilled the task.
+
+An attempt that could not reach the agent (or the judge) decides nothing: the stage fails (and is retried, and
 never stored), rather than reject a task because a server was down.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
+from concurrent.futures import ThreadPoolExecutor
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from toolscale.domains import Domain, Environment, Task
+from toolscale.pipeline.llm.judge import judge_messages, verdict
 from toolscale.quality.agent_gates import Attempts
 from toolscale.trainer.data import DomainData
-from toolscale.trainer.endpoints import EndpointConfig
+from toolscale.trainer.endpoints import ChatEndpoint, EndpointConfig, EndpointError
 from toolscale.trainer.evaluate import EvalConfig, TrialResult, evaluate_tasks
 
 
@@ -30,6 +35,8 @@ class ReferenceConfig(BaseModel):
     without_tools: bool = Field(True, description="also try once without tools; a task solved so is rejected")
     max_turns: int = Field(30, ge=1)
     concurrency: int = Field(4, ge=1, description="tries in flight at once")
+    judge: EndpointConfig | None = Field(None, description="an LLM judge (prompts/judge.j2) of each solved try of "
+                                                           "a task with nl_assertions; a try it fails is unsolved")
 
     @model_validator(mode="after")
     def _reachable_bar(self) -> ReferenceConfig:
@@ -44,7 +51,26 @@ class ReferenceUnavailable(RuntimeError):
 
 def _eval_config(config: ReferenceConfig, trials: int, use_tools: bool) -> EvalConfig:
     return EvalConfig(agent=config.agent, trials=trials, use_tools=use_tools, max_turns=config.max_turns,
-                      concurrency=config.concurrency)
+                      concurrency=config.concurrency, keep_messages=config.judge is not None)
+
+
+def _judged(config: ReferenceConfig, tasks: list[Task], results: list[TrialResult]) -> list[bool]:
+    """Each try's success: the outcome checks, and for a task with nl_assertions, the judge's pass."""
+    by_id = {t.id: t for t in tasks}
+    judge = ChatEndpoint(config.judge) if config.judge is not None else None
+
+    def solved(result: TrialResult) -> bool:
+        task = by_id[result.task_id]
+        if result.reward < 1.0 or judge is None or not task.evaluation_criteria.nl_assertions:
+            return result.reward >= 1.0
+        try:
+            reply = judge.complete(judge_messages(task, result.messages or []), seed=result.trial)
+        except EndpointError as exc:
+            raise ReferenceUnavailable(f"the judge does not answer: {exc}") from None
+        return verdict(reply.message.get("content") or "").verdict == "pass"
+
+    with ThreadPoolExecutor(max_workers=config.concurrency) as pool:
+        return list(pool.map(solved, results))
 
 
 def reference_attempts(domain: Domain, env: Environment, tasks: list[Task],
@@ -62,8 +88,8 @@ def reference_attempts(domain: Domain, env: Environment, tasks: list[Task],
         raise ReferenceUnavailable(f"{len(failed)} of {len(tried) + len(bare)} reference tries got no answer from "
                                    f"{config.agent.base_url} ({config.agent.model}); first: {failed[0].error}")
     with_tools: dict[str, list[bool]] = defaultdict(list)
-    for result in tried:
-        with_tools[result.task_id].append(result.reward >= 1.0)
+    for result, solved in zip(tried, _judged(config, tasks, tried)):
+        with_tools[result.task_id].append(solved)
     without = {r.task_id: r.reward >= 1.0 for r in bare}
     return {task.id: Attempts(with_tools=with_tools[task.id], without_tools=without.get(task.id)) for task in tasks}
 

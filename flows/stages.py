@@ -204,7 +204,8 @@ def stage_keys(domain: str, settings: dict[str, Any], synth: Any) -> dict[str, s
     later = {name for stage in STAGES for name in stage.own_settings}
     for stage in STAGES:
         modules = BASE_CODE + stage.code + ((type(synth).__module__,) if stage.synthesizer else ())
-        code = code_digest(stage.run, modules, prompts=stage.synthesizer and prompted)
+        # the reference agent's judge reads prompts/judge.j2
+        code = code_digest(stage.run, modules, prompts=(stage.synthesizer and prompted) or stage.agent)
         known = {k: v for k, v in settings.items() if k not in later - set(stage.own_settings)}
         upstream = keys[stage.name] = stage_key(stage.name, code, known, upstream)
         later -= set(stage.own_settings)

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from llm_server import LLMTestServer
+from llm_server import Faults, LLMTestServer
 from test_resume import build as build_weather
 from toolscale.domains.tasks import Rejection, Task
 from toolscale.flows.generate import RunConfig, domain_entry, domain_work
@@ -92,6 +92,28 @@ def test_a_task_the_agent_answers_without_tools_is_rejected(gated, tmp_path):
     assert unchanged and {r.task.id for r in rejected} == unchanged and {r.gate for r in rejected} == {"needs_tools"}
     assert accepted and all(t.meta.reference.solved == 1 and not t.meta.reference.solved_without_tools
                             for t in accepted)
+
+
+@pytest.mark.parametrize("judge_answers", [True, False])
+def test_a_judge_decides_the_solved_tries_of_tasks_with_nl_assertions(gated, tmp_path, judge_answers):
+    tasks = gated[1]
+    asserted = {t.id for t in tasks if t.evaluation_criteria.nl_assertions}
+    assert asserted and len(asserted) < len(tasks)
+    # the test server's judge passes every conversation; broken, its verdicts do not parse: a fail
+    faults = Faults() if judge_answers else Faults(rate=1.0, kinds=("malformed_json",), stages=("judge",),
+                                                   max_per_conversation=99)
+    with LLMTestServer(fallback=GoldAgent(tasks, without_tools="decline"), faults=faults) as server:
+        config = with_reference(gated, tmp_path, server, trials=1)
+        judge = EndpointConfig(base_url=server.base_url, model="judge")
+        config = config.model_copy(update={"reference": config.reference.model_copy(update={"judge": judge})})
+        build(config)
+        assert server.stats.by_stage["judge"] == len(asserted)  # one verdict per solved try of such a task
+    accepted, rejected = outcome(config)
+    if judge_answers:
+        assert not rejected and len(accepted) == len(tasks)
+    else:
+        assert {r.task.id for r in rejected} == asserted and {r.gate for r in rejected} == {"solvable"}
+        assert {t.id for t in accepted} == {t.id for t in tasks} - asserted
 
 
 def test_an_unreachable_agent_decides_nothing_and_stores_nothing(gated, tmp_path):

@@ -17,7 +17,7 @@ import threading
 from collections import defaultdict
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -44,6 +44,7 @@ class EvalConfig(BaseModel):
     max_turns: int = Field(30, ge=1)
     tool_latency_s: float = Field(0.0, ge=0)
     concurrency: int = Field(4, ge=1)
+    keep_messages: bool = Field(False, description="keep each trial's conversation in its result (for a judge)")
     out: Path = Path("eval.json")
 
     @model_validator(mode="after")
@@ -68,6 +69,11 @@ class TrialResult(BaseModel):
     tool_errors: int = 0
     finish: str = ""
     error: str | None = None
+    messages: list[dict[str, Any]] | None = None
+
+    def record(self) -> dict[str, Any]:
+        """The result as JSON, its conversation only when it was kept."""
+        return self.model_dump(mode="json", exclude=None if self.messages is not None else {"messages"})
 
 
 def pass_hat_k(successes: list[int], trials: int, k: int) -> float:
@@ -142,7 +148,8 @@ class _Runner:
             result = result.model_copy(update=dict(
                 reward=0.0 if result.error else stats.outcome, db=stats.db, communicate=stats.communicate,
                 cost=stats.cost, turns=stats.turns, tool_calls=stats.total_tool_calls,
-                tool_errors=stats.tool_errors, finish=stats.finish))
+                tool_errors=stats.tool_errors, finish=stats.finish,
+                messages=list(episode.messages) if self.config.keep_messages else None))
         return result
 
     def run(self, tasks: list[Task]) -> list[TrialResult]:
@@ -162,7 +169,7 @@ def run_evaluation(config: EvalConfig) -> dict:
     tasks = [task for name in sorted(data) for task in data[name].tasks]
     results = evaluate_tasks(data, tasks, config)
     return {"config": config.model_dump(mode="json"), "summary": summarize_trials(results, config.trials),
-            "trials": [r.model_dump(mode="json") for r in results]}
+            "trials": [r.record() for r in results]}
 
 
 __all__ = ["EvalConfig", "TrialResult", "evaluate_tasks", "pass_hat_k", "run_evaluation", "summarize_trials"]

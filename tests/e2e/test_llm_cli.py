@@ -115,7 +115,8 @@ def test_a_rerun_with_a_warm_cache_sends_no_request_and_writes_the_same_files(ru
     (["new-domain", "pet grooming salon"], "new-domain designs with an LLM"),
     (["new-domain", "!!!", "--llm-base-url", "http://127.0.0.1:9/v1", "--model", "m"], "no words to name a domain"),
     (["generate", "--reference-model", "m"], "--reference-model needs --reference-base-url"),
-    (["generate", "--reference-trials", "5"], "--reference-trials need --reference-model"),
+    (["generate", "--reference-trials", "5"], "--reference-trials and --reference-judge need --reference-model"),
+    (["generate", "--reference-judge"], "--reference-trials and --reference-judge need --reference-model"),
 ])
 def test_bad_llm_usage_exits_2_with_a_reason(tmp_path, args, message):
     proc = toolscale(*args, "--out", str(tmp_path / "out"), cwd=tmp_path)
