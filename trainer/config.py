@@ -16,6 +16,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from .endpoints import EndpointConfig
 from .tiny import TinyModelConfig
 from .toolbox import ExpertConfig, SamplingConfig
 from .warmup import WarmupConfig
@@ -54,6 +55,10 @@ class RolloutConfig(_Section):
     policy_price_in: float = Field(0.0, ge=0, description="$ per million tokens the policy reads")
     policy_price_out: float = Field(0.0, ge=0, description="$ per million tokens the policy writes")
     chat_template_kwargs: dict[str, Any] = Field(default_factory=dict)
+    concurrency: int = Field(1, ge=1, description="episodes stepped at once after each generation, so their "
+                                                  "expert and user-simulator requests overlap")
+    save_rollouts: int = Field(0, ge=0, description="rollouts per generation batch written to "
+                                                    "OUTPUT_DIR/rollouts.jsonl with their loss mask (main process)")
 
 
 class RewardConfig(_Section):
@@ -91,6 +96,9 @@ class TrainConfig(_Section):
     prompt: PromptConfig = Field(default_factory=PromptConfig)
     sampling: SamplingConfig = Field(default_factory=SamplingConfig)
     experts: list[ExpertConfig] = Field(default_factory=list)
+    user: EndpointConfig | None = Field(None, description="an LLM user simulator: each rollout opens with its "
+                                        "message and it answers the policy's text turns until it says "
+                                        "###STOP###; unset: solo mode (the instruction is the first message)")
     rollout: RolloutConfig = Field(default_factory=RolloutConfig)
     reward: RewardConfig = Field(default_factory=RewardConfig)
     model: ModelConfig

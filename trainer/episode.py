@@ -27,6 +27,14 @@ GREETING = "Hi! How can I help you today?"
 STOP = "###STOP###"
 
 
+def likely_opening(task: Task, with_user: bool) -> list[dict[str, Any]]:
+    """The messages an episode of `task` opens with after the system prompt, for building prompts ahead
+    of the run (warm-up, length filters): solo, the instruction; with a simulated user, the greeting
+    and the instruction standing in for the simulator's opening, which is known only once asked."""
+    request = {"role": "user", "content": solo_instruction(task)}
+    return [{"role": "assistant", "content": GREETING}, request] if with_user else [request]
+
+
 class UserSimulator:
     """An LLM playing the user of a task from its user_scenario, as τ²-bench's simulator does."""
 
@@ -54,14 +62,27 @@ class UserSimulator:
         self.cost += reply.cost
         return reply.message.get("content") or STOP
 
+    def opening(self, seed: int | None = None) -> str:
+        """The user's first message, answering the agent's greeting (asked for before the episode
+        starts when a caller wants a whole batch's openings at once, see Episode's `opening`)."""
+        return self.reply([{"role": "assistant", "content": GREETING}], seed)
+
 
 class Episode:
-    """A task being attempted in its own fork of the domain's environment. Close it when done."""
+    """A task being attempted in its own fork of the domain's environment. Close it when done.
+
+    With a simulated `user`, the conversation opens with the user's answer to GREETING (`opening`,
+    when the caller already asked for it, else asked here); whenever the policy answers with text
+    and no tool call, the user replies, until it says STOP (`finish` "user_stop") or the policy has
+    had `max_turns` turns ("max_turns", without asking the user again). Without one, the task's
+    instruction is the first user message and the first text answer ends the episode ("answered").
+    A failing simulator raises EndpointError out of the constructor or `step`.
+    """
 
     def __init__(self, task: Task, domain: Domain, parent: Environment, spec: RolloutSpec, system: str,
                  tools: list[dict[str, Any]], experts: dict[str, ChatEndpoint] | None = None,
                  user: UserSimulator | None = None, max_turns: int = 10, tool_latency_s: float = 0.0,
-                 seed: int | None = None) -> None:
+                 seed: int | None = None, opening: str | None = None) -> None:
         self.task, self.domain, self.spec, self.tools = task, domain, spec, tools
         self.env = parent.fork()
         self.experts = experts or {}
@@ -76,13 +97,14 @@ class Episode:
         self.transcript: list[dict[str, Any]] = [{"role": "system", "content": domain.policy}]
         self.messages: list[dict[str, Any]] = [{"role": "system", "content": system}]
         if user is None:
-            opening = [{"role": "user", "content": solo_instruction(task)}]
+            opening_messages = [{"role": "user", "content": solo_instruction(task)}]
         else:
             greeting = {"role": "assistant", "content": GREETING}
             self.transcript.append(greeting)
-            opening = [greeting, {"role": "user", "content": user.reply(self.transcript, seed)}]
-        self.transcript.extend(m for m in opening if m["role"] == "user")
-        self.messages.extend(opening)
+            first = opening if opening is not None else user.opening(seed)
+            opening_messages = [greeting, {"role": "user", "content": first}]
+        self.transcript.extend(m for m in opening_messages if m["role"] == "user")
+        self.messages.extend(opening_messages)
 
     # driving ---------------------------------------------------------------------------------
     def step(self, assistant: dict[str, Any]) -> list[dict[str, Any]]:
@@ -108,13 +130,17 @@ class Episode:
         if self.user is None:
             self.finish("answered")
             return []
+        if self.stats.turns >= self.max_turns:  # the policy could not answer a reply: do not ask for one
+            self.finish("max_turns")
+            return []
         text = self.user.reply(self.transcript, self.seed)
-        if STOP in text or self.stats.turns >= self.max_turns:
-            self.finish("user_stop" if STOP in text else "max_turns")
+        if STOP in text:
+            self.finish("user_stop")
             return []
         reply = {"role": "user", "content": text}
         self.transcript.append(reply)
         self.messages.append(reply)
+        self.stats.user_turns += 1
         return [reply]
 
     def charge(self, cost: float, tokens: int = 0) -> None:
@@ -131,6 +157,7 @@ class Episode:
             self.stats.finish = reason
             self.stats.tool_calls = dict(self._tool_counts)
             self.stats.expert_calls = dict(self._expert_counts)
+            self.stats.user_cost = self.user.cost if self.user is not None else 0.0
         return self.stats
 
     def close(self) -> None:
@@ -229,4 +256,4 @@ def _normal_call(call: dict[str, Any], index: int, turn: int, prefix: str = "") 
             "function": {"name": str(function.get("name", "")), "arguments": arguments}}
 
 
-__all__ = ["GREETING", "STOP", "Episode", "UserSimulator"]
+__all__ = ["GREETING", "STOP", "Episode", "UserSimulator", "likely_opening"]

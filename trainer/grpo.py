@@ -6,7 +6,9 @@ the vLLM weight sync are TRL's. What this module adds, and where it touches TRL'
 - `EpisodeRollout` is the `rollout_func`. TRL hands it only the prompts, so the trainer keeps the
   batch's dataset rows (`current_rows`) to find each prompt's task and offer. It generates through
   `GRPOTrainer._generate_single_turn` (private; transformers `generate` on the CPU, colocated or
-  served vLLM on GPUs, weights already synced by TRL).
+  served vLLM on GPUs, weights already synced by TRL). With a user simulator it asks for every
+  episode's opening message at once, and the returned `prompt_ids` are the policy's real prompt
+  (greeting and the simulator's opening), not the dataset's solo prompt.
 - `preference_reward` is the one reward function: it gathers every process's rollouts (so group or
   batch normalization sees whole groups wherever they ran) and logs each reward component.
 - `ToolscaleGRPOTrainer` replaces TRL's advantages with `rewards.group_advantages` (clipped, with
@@ -16,13 +18,19 @@ the vLLM weight sync are TRL's. What this module adds, and where it touches TRL'
 
 from __future__ import annotations
 
+import json
+import sys
+import zlib
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from typing import Any
 
+from .config import RolloutConfig
 from .data import DomainData, Row
-from .endpoints import ChatEndpoint
-from .episode import Episode
-from .rewards import RolloutStats, group_advantages, preference_rewards, summarize
-from .rollout import ChatFormat, Generate, run_rollouts
+from .endpoints import ChatEndpoint, EndpointError
+from .episode import Episode, UserSimulator
+from .rewards import USER_ERROR, RolloutStats, group_advantages, preference_rewards, summarize
+from .rollout import ChatFormat, Generate, RolloutBatch, run_rollouts, segments
 
 try:
     from trl import GRPOTrainer
@@ -55,34 +63,81 @@ def any_process(trainer: GRPOTrainer):
 
 
 class EpisodeRollout:
-    """TRL's `rollout_func`: one Episode per prompt (prompts arrive repeated, G per task)."""
+    """TRL's `rollout_func`: one Episode per prompt (prompts arrive repeated, G per task).
+
+    Episodes are seeded per (seed, step, row): the G rollouts of a task in one step send the same
+    seed to the user simulator and experts, so a server that honours seeds opens them alike.
+    A rollout whose simulator failed to open falls back to the solo instruction and is masked out
+    of the loss (finish "user_error"), as one whose simulator fails later is (rollout.py).
+    """
 
     def __init__(self, rows: list[Row], data: dict[str, DomainData], fmt: ChatFormat,
-                 experts: dict[str, ChatEndpoint], max_turns: int, tool_latency_s: float,
-                 price_in: float, price_out: float) -> None:
+                 experts: dict[str, ChatEndpoint], settings: RolloutConfig, user: ChatEndpoint | None = None,
+                 seed: int = 0, samples_path: Path | None = None) -> None:
         self.rows, self.data, self.fmt, self.experts = rows, data, fmt, experts
-        self.max_turns, self.tool_latency_s = max_turns, tool_latency_s
-        self.price_in, self.price_out = price_in, price_out
+        self.settings, self.user, self.seed, self.samples_path = settings, user, seed, samples_path
+        self._saved = False
 
-    def episode(self, row: Row) -> Episode:
+    def episode(self, row: Row, seed: int, user: UserSimulator | None, opening: str | None) -> Episode:
         item = self.data[row.spec.domain]
         experts = {o.alias: self.experts[o.alias] for o in row.spec.experts}
-        return Episode(row.task, item.domain, item.env, row.spec, row.system, row.tools, experts=experts,
-                       max_turns=self.max_turns, tool_latency_s=self.tool_latency_s)
+        return Episode(row.task, item.domain, item.env, row.spec, row.system, row.tools, experts=experts, user=user,
+                       max_turns=self.settings.max_turns, tool_latency_s=self.settings.tool_latency_s, seed=seed,
+                       opening=opening)
+
+    def openings(self, rows: list[Row], users: list[UserSimulator], seeds: list[int]) -> list[str | None]:
+        """Every simulated user's first message, asked for at once; None where the simulator failed."""
+
+        def ask(row: Row, user: UserSimulator, seed: int) -> str | None:
+            try:
+                return user.opening(seed)
+            except EndpointError as exc:
+                print(f"user simulator failed to open task {row.task.id}: {exc}", file=sys.stderr, flush=True)
+                return None
+
+        with ThreadPoolExecutor(max_workers=self.settings.concurrency) as pool:
+            return list(pool.map(ask, rows, users, seeds))
 
     def __call__(self, prompts: list[Any], trainer: ToolscaleGRPOTrainer) -> dict[str, Any]:
         rows = [self.rows[x["row_index"]] for x in trainer.current_rows]
         if len(rows) != len(prompts):
             raise RuntimeError(f"rollout got {len(prompts)} prompts for {len(rows)} dataset rows")
-        episodes = [self.episode(row) for row in rows]
+        step = trainer.state.global_step
+        seeds = [zlib.crc32(f"{self.seed}:{step}:{row.index}".encode()) for row in rows]
+        users: list[UserSimulator | None] = [None] * len(rows)
+        openings: list[str | None] = [None] * len(rows)
+        if self.user is not None:
+            users = [UserSimulator(self.user, row.task) for row in rows]
+            openings = self.openings(rows, users, seeds)
+        lost = [self.user is not None and opening is None for opening in openings]
+        episodes = [self.episode(row, seed, None if failed else user, opening)
+                    for row, seed, user, opening, failed in zip(rows, seeds, users, openings, lost)]
         try:
             batch = run_rollouts(episodes, self.fmt, trl_generate(trainer), trainer.max_completion_length,
-                                 self.price_in, self.price_out, any_process(trainer))
+                                 self.settings.policy_price_in, self.settings.policy_price_out, any_process(trainer),
+                                 workers=self.settings.concurrency)
         finally:
             for episode in episodes:
                 episode.close()
+        for i in (i for i, failed in enumerate(lost) if failed):
+            batch.env_mask[i] = [0] * len(batch.env_mask[i])
+            batch.stats[i].finish = USER_ERROR
+        if self.samples_path is not None and self.settings.save_rollouts and trainer.accelerator.is_main_process:
+            self.save(batch, rows, step)
         return {"prompt_ids": batch.prompt_ids, "completion_ids": batch.completion_ids, "logprobs": batch.logprobs,
                 "env_mask": batch.env_mask, "rollout_stats": [s.model_dump() for s in batch.stats]}
+
+    def save(self, batch: RolloutBatch, rows: list[Row], step: int) -> None:
+        """Append the batch's first `save_rollouts` rollouts to the samples file (new each run), a JSON line each."""
+        with self.samples_path.open("a" if self._saved else "w", encoding="utf-8") as out:
+            self._saved = True
+            for i in range(min(self.settings.save_rollouts, len(rows))):
+                record = {"step": step, "task_id": rows[i].task.id, "finish": batch.stats[i].finish,
+                          "user_turns": batch.stats[i].user_turns,
+                          "prompt": self.fmt.tokenizer.decode(batch.prompt_ids[i]),
+                          "segments": segments(self.fmt, batch.completion_ids[i], batch.env_mask[i]),
+                          "completion_ids": batch.completion_ids[i], "env_mask": batch.env_mask[i]}
+                out.write(json.dumps(record, ensure_ascii=False) + "\n")
 
 
 def preference_reward(rows: list[Row], group_size: int, normalize_over: str):

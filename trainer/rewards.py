@@ -12,10 +12,12 @@ The components named in `reward_basis` multiply.
 Preference reward (ToolOrchestra, arXiv 2511.21689 §3, with the released code's faults fixed):
 per rollout a feature vector (calls per tool and per expert, outcome, cost, latency), min-max
 normalized over the group of rollouts of one task (or the whole batch), dotted with the row's
-preference vector, and 0 when the outcome failed. Cost and latency enter as (max - x) / (max - min),
-so a cheaper or faster rollout scores higher with a positive preference weight (the released code
-normalized the negated values but plugged the positive ones back in, rewarding cost). Every tool
-call of a turn counts (the released code counted only the first).
+preference vector, and 0 when the outcome failed. Cost is every dollar the rollout spent (the
+policy's own tokens, the experts', and the simulated user's when training with one). Cost and
+latency enter as (max - x) / (max - min), so a cheaper or faster rollout scores higher with a
+positive preference weight (the released code normalized the negated values but plugged the
+positive ones back in, rewarding cost). Every tool call of a turn counts (the released code
+counted only the first).
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ COST = "cost"
 LATENCY = "latency"
 LOWER_IS_BETTER = frozenset({COST, LATENCY})
 SUPPORTED_BASIS = frozenset({"DB", "COMMUNICATE", "ACTION"})
+USER_ERROR = "user_error"  # a rollout's finish when its simulated user failed (it is masked out of the loss)
 
 
 class UnsupportedRewardBasis(ValueError):
@@ -61,16 +64,24 @@ class RolloutStats(BaseModel):
     expert_calls: dict[str, int] = Field(default_factory=dict, description="calls per expert alias")
     tool_errors: int = 0
     cost: float = Field(0.0, description="dollars: experts' tokens plus the policy's own tokens")
+    user_cost: float = Field(0.0, description="dollars: the simulated user's tokens (0 in solo mode)")
     latency: float = Field(0.0, description="modelled seconds spent in tools and experts")
     turns: int = 0
+    user_turns: int = Field(0, description="the simulated user's replies after its opening message")
     policy_tokens: int = 0
     finish: str = ""
 
+    @property
+    def total_cost(self) -> float:
+        """Every dollar the rollout spent: the policy's, the experts' and the simulated user's tokens."""
+        return self.cost + self.user_cost
+
     def features(self) -> dict[str, float]:
-        """The preference-reward feature vector, keyed as preference vectors are."""
+        """The preference-reward feature vector, keyed as preference vectors are. Its cost is the total:
+        a rollout that drags the simulated user through more turns spends more."""
         vector = {f"tool:{name}": float(n) for name, n in self.tool_calls.items()}
         vector.update({f"expert:{alias}": float(n) for alias, n in self.expert_calls.items()})
-        vector.update({OUTCOME: float(self.outcome), COST: self.cost, LATENCY: self.latency})
+        vector.update({OUTCOME: float(self.outcome), COST: self.total_cost, LATENCY: self.latency})
         return vector
 
     @property
@@ -200,14 +211,17 @@ def summarize(stats: Sequence[RolloutStats]) -> dict[str, float]:
         "reward/outcome": sum(s.outcome for s in stats) / n,
         "reward/db_match": sum(bool(s.db) for s in stats) / n,
         "reward/communicated": sum(bool(s.communicate) for s in stats) / n,
-        "reward/cost_usd": sum(s.cost for s in stats) / n,
+        "reward/cost_usd": sum(s.total_cost for s in stats) / n,
+        "reward/user_cost_usd": sum(s.user_cost for s in stats) / n,
         "reward/latency_s": sum(s.latency for s in stats) / n,
         "rollout/tool_calls": sum(sum(s.tool_calls.values()) for s in stats) / n,
         "rollout/expert_calls": sum(sum(s.expert_calls.values()) for s in stats) / n,
         "rollout/tool_errors": sum(s.tool_errors for s in stats) / n,
         "rollout/turns": sum(s.turns for s in stats) / n,
+        "rollout/user_turns": sum(s.user_turns for s in stats) / n,
+        "rollout/user_errors": sum(s.finish == USER_ERROR for s in stats) / n,
     }
 
 
-__all__ = ["Outcome", "RolloutStats", "UnsupportedRewardBasis", "communicated", "group_advantages",
+__all__ = ["USER_ERROR", "Outcome", "RolloutStats", "UnsupportedRewardBasis", "communicated", "group_advantages",
            "preference_rewards", "score_outcome", "summarize"]

@@ -5,7 +5,10 @@ logprobs out) for a batch of contexts. In training that is TRL's own generation 
 the CPU, vLLM on GPUs; see grpo.py); in tests, a scripted function. Sequences are built by
 concatenation, never re-tokenized: prompt + each assistant turn as generated + the chat template's
 rendering of what came back (tool results or the user's reply), the latter masked out of the loss
-(`env_mask` 0), as TRL's own tool loop does.
+(`env_mask` 0), as TRL's own tool loop does. With a simulated user (episode.py), the user's opening
+message is part of the prompt and each later reply is such a masked suffix; a rollout whose
+simulator failed ends with finish "user_error" and is masked out of the loss entirely, so an
+outage teaches the policy nothing.
 
 Tool calls are parsed in the Hermes format that Qwen models use:
 `<tool_call>\n{"name": ..., "arguments": {...}}\n</tool_call>`, several per turn allowed.
@@ -15,12 +18,16 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import Any
 
+from .endpoints import EndpointError
 from .episode import Episode
-from .rewards import RolloutStats
+from .rewards import USER_ERROR, RolloutStats
 
 Generate = Callable[[list[list[int]]], tuple[list[list[int]], list[list[float]] | None]]
 
@@ -136,14 +143,37 @@ class RolloutBatch:
     stats: list[RolloutStats]
 
 
+def segments(fmt: ChatFormat, ids: Sequence[int], mask: Sequence[int]) -> list[dict[str, Any]]:
+    """A completion as runs of text that carry loss (`loss` 1: the policy's) or not (tool results, user
+    replies), special tokens kept, for reading rollouts."""
+    runs: list[dict[str, Any]] = []
+    start = 0
+    for end in range(1, len(ids) + 1):
+        if end == len(ids) or mask[end] != mask[start]:
+            runs.append({"loss": int(mask[start]), "text": fmt.tokenizer.decode(list(ids[start:end]))})
+            start = end
+    return runs
+
+
+def _step(episode: Episode, message: dict[str, Any]) -> list[dict[str, Any]]:
+    try:
+        return episode.step(message)
+    except EndpointError as exc:  # only the simulated user raises: experts' failures are tool errors
+        print(f"user simulator failed on task {episode.task.id}: {exc}", file=sys.stderr, flush=True)
+        episode.finish(USER_ERROR)
+        return []
+
+
 def run_rollouts(episodes: list[Episode], fmt: ChatFormat, generate: Generate, max_completion_tokens: int,
                  price_in: float = 0.0, price_out: float = 0.0,
-                 others_active: Callable[[bool], bool] | None = None) -> RolloutBatch:
+                 others_active: Callable[[bool], bool] | None = None, workers: int = 1) -> RolloutBatch:
     """Run every episode to its end, generating for all live ones at once each turn.
 
     The whole multi-turn completion (model and environment tokens) is bounded by
     `max_completion_tokens`; a turn cut short (no end-of-turn token) ends its episode unexecuted.
-    The policy's own tokens are charged at `price_in` / `price_out` dollars per million.
+    The policy's own tokens are charged at `price_in` / `price_out` dollars per million. After each
+    generation, up to `workers` episodes step at once, so their expert and user-simulator requests
+    overlap (each episode has its own environment fork; one thread steps it at a time).
 
     With several processes, generation can be collective (ZeRO-3 gathers parameters, vLLM tensor
     parallelism gathers prompts), so every process must call `generate` equally often:
@@ -155,41 +185,48 @@ def run_rollouts(episodes: list[Episode], fmt: ChatFormat, generate: Generate, m
     mask: list[list[int]] = [[] for _ in episodes]
     logprobs: list[list[float]] | None = [[] for _ in episodes]
     active = [i for i, ep in enumerate(episodes) if not ep.done]
-    while others_active(bool(active)) if others_active else active:
-        if not active:
-            generate([prompt_ids[0]])  # keep in step with the processes that still generate
-            continue
-        contexts = [prompt_ids[i] + completion[i] for i in active]
-        outputs, output_logprobs = generate(contexts)
-        if output_logprobs is None:
-            logprobs = None
-        survivors = []
-        for j, i in enumerate(active):
-            episode = episodes[i]
-            ids = list(outputs[j])[: max(max_completion_tokens - len(completion[i]), 0)]
-            episode.charge((len(contexts[j]) * price_in + len(ids) * price_out) / 1e6, tokens=len(ids))
-            completion[i] += ids
-            mask[i] += [1] * len(ids)
-            if logprobs is not None and output_logprobs is not None:
-                logprobs[i] += list(output_logprobs[j])[: len(ids)]
-            if not ids or ids[-1] not in fmt.eos_ids:
-                episode.finish("truncated")
+    with ThreadPoolExecutor(max_workers=workers) if workers > 1 else nullcontext() as pool:
+        step_all = pool.map if pool is not None else map
+        while others_active(bool(active)) if others_active else active:
+            if not active:
+                generate([prompt_ids[0]])  # keep in step with the processes that still generate
                 continue
-            observation = episode.step(parse_hermes(fmt.decode(ids)))
-            if episode.done:
-                continue
-            suffix = fmt.suffix_ids(observation)
-            if len(completion[i]) + len(suffix) >= max_completion_tokens:
-                episode.finish("length")
-                continue
-            completion[i] += suffix
-            mask[i] += [0] * len(suffix)
-            if logprobs is not None:
-                logprobs[i] += [0.0] * len(suffix)
-            survivors.append(i)
-        active = survivors
+            contexts = [prompt_ids[i] + completion[i] for i in active]
+            outputs, output_logprobs = generate(contexts)
+            if output_logprobs is None:
+                logprobs = None
+            stepping = []
+            for j, i in enumerate(active):
+                ids = list(outputs[j])[: max(max_completion_tokens - len(completion[i]), 0)]
+                episodes[i].charge((len(contexts[j]) * price_in + len(ids) * price_out) / 1e6, tokens=len(ids))
+                completion[i] += ids
+                mask[i] += [1] * len(ids)
+                if logprobs is not None and output_logprobs is not None:
+                    logprobs[i] += list(output_logprobs[j])[: len(ids)]
+                if not ids or ids[-1] not in fmt.eos_ids:
+                    episodes[i].finish("truncated")
+                else:
+                    stepping.append((i, parse_hermes(fmt.decode(ids))))
+            observations = step_all(_step, [episodes[i] for i, _ in stepping], [m for _, m in stepping])
+            survivors = []
+            for (i, _), observation in zip(stepping, observations):
+                if episodes[i].done:
+                    continue
+                suffix = fmt.suffix_ids(observation)
+                if len(completion[i]) + len(suffix) >= max_completion_tokens:
+                    episodes[i].finish("length")
+                    continue
+                completion[i] += suffix
+                mask[i] += [0] * len(suffix)
+                if logprobs is not None:
+                    logprobs[i] += [0.0] * len(suffix)
+                survivors.append(i)
+            active = survivors
     stats = [ep.finish("length") for ep in episodes]
+    for i, stat in enumerate(stats):
+        if stat.finish == USER_ERROR:
+            mask[i] = [0] * len(mask[i])
     return RolloutBatch(prompt_ids, completion, mask, logprobs, stats)
 
 
-__all__ = ["ChatFormat", "Generate", "RolloutBatch", "format_tool_call", "parse_hermes", "run_rollouts"]
+__all__ = ["ChatFormat", "Generate", "RolloutBatch", "format_tool_call", "parse_hermes", "run_rollouts", "segments"]

@@ -7,8 +7,11 @@ config, data, model, rewards, loop, save.
 
 Per prompt, a group of rollouts runs in forked environments of the task's domain (rollout.py,
 episode.py); each is scored by the τ² outcome and ToolOrchestra's preference reward (rewards.py);
-TRL's GRPOTrainer does the update (grpo.py). Writes OUTPUT_DIR/final (model and tokenizer),
-OUTPUT_DIR/metrics.jsonl (every logged step) and OUTPUT_DIR/summary.json.
+TRL's GRPOTrainer does the update (grpo.py). With `user:` set, an LLM user simulator plays each
+task's user (the rollout opens with its message, and it answers the policy's text turns); without,
+the task's instruction is the first user message (solo mode). Writes OUTPUT_DIR/final (model and
+tokenizer), OUTPUT_DIR/metrics.jsonl (every logged step), OUTPUT_DIR/summary.json and, with
+`rollout.save_rollouts`, OUTPUT_DIR/rollouts.jsonl.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from typing import Any
 from .config import ConfigError, TrainConfig, check, load_config
 from .data import DataError, build_rows, load_dataset, load_output
 from .endpoints import ChatEndpoint
+from .episode import likely_opening
 from .rollout import ChatFormat, format_tool_call
 from .toolbox import solo_instruction
 from .warmup import final_answer, gold_sequence, warm_up
@@ -89,12 +93,15 @@ def main(config: TrainConfig) -> dict[str, Any]:
     # fixed versions of those that are not (Qwen3's drops earlier turns' thinking).
     template = None if is_chat_template_prefix_preserving(tokenizer) else get_training_chat_template(tokenizer)
     fmt = ChatFormat(tokenizer, config.rollout.chat_template_kwargs, template)
+    with_user = config.user is not None
+
+    def prompt(row) -> list[dict[str, Any]]:  # as rollouts will open (a simulated user's opening: estimated)
+        return [{"role": "system", "content": row.system}, *likely_opening(row.task, with_user)]
+
     if config.prompt.max_prompt_tokens:
-        rows = [r for r in rows if len(fmt.prompt_ids([{"role": "system", "content": r.system},
-                                                       {"role": "user", "content": solo_instruction(r.task)}],
-                                                      r.tools)) <= config.prompt.max_prompt_tokens]
+        rows = [r for r in rows if len(fmt.prompt_ids(prompt(r), r.tools)) <= config.prompt.max_prompt_tokens]
         rows = [dataclasses.replace(r, index=i) for i, r in enumerate(rows)]
-    warmup_losses = warm_up(model, [gold_sequence(r, data[r.spec.domain].env, fmt) for r in rows]
+    warmup_losses = warm_up(model, [gold_sequence(r, data[r.spec.domain].env, fmt, with_user) for r in rows]
                             if config.warmup.steps else [], config.warmup, tokenizer.pad_token_id)
     n_params = sum(p.numel() for p in model.parameters())
     before = {k: v.detach().clone() for k, v in model.state_dict().items()} if n_params < 50_000_000 else None
@@ -109,11 +116,9 @@ def main(config: TrainConfig) -> dict[str, Any]:
 
     # -- loop ------------------------------------------------------------------------------------
     experts = {e.alias: ChatEndpoint(e) for e in config.experts}
-    rollout = EpisodeRollout(rows, data, fmt, experts, config.rollout.max_turns, config.rollout.tool_latency_s,
-                             config.rollout.policy_price_in, config.rollout.policy_price_out)
-    dataset = Dataset.from_list([{"prompt": [{"role": "system", "content": r.system},
-                                             {"role": "user", "content": solo_instruction(r.task)}],
-                                  "row_index": r.index} for r in rows])
+    user = ChatEndpoint(config.user) if config.user is not None else None  # None: solo mode
+    rollout = EpisodeRollout(rows, data, fmt, experts, config.rollout, user, config.seed, out / "rollouts.jsonl")
+    dataset = Dataset.from_list([{"prompt": prompt(r), "row_index": r.index} for r in rows])
 
     class StepClock(TrainerCallback):
         """Seconds per optimizer step (rollouts, reward and update), for the summary."""
@@ -153,6 +158,7 @@ def main(config: TrainConfig) -> dict[str, Any]:
         "warmup_loss": [warmup_losses[0], warmup_losses[-1]] if warmup_losses else None,
         "seconds_per_step": clock.seconds, "loss": [h["loss"] for h in steps],
         "tool_calls_per_rollout": [h.get("rollout/tool_calls") for h in steps],
+        "user_turns_per_rollout": [h.get("rollout/user_turns") for h in steps],
         "outcome": [h.get("reward/outcome") for h in steps],
         "kept_groups": [h.get("groups/kept_fraction") for h in steps],
         "parameter_change_l2": change, "seconds": round(time.perf_counter() - started, 1),

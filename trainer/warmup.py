@@ -19,8 +19,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from toolscale.domains import Environment
 
 from .data import Row
+from .episode import likely_opening
 from .rollout import ChatFormat, format_tool_call
-from .toolbox import solo_instruction
 
 
 class WarmupConfig(BaseModel):
@@ -35,9 +35,10 @@ def final_answer(communicate_info: list[str]) -> str:
     return "Here is what I found: " + "; ".join(communicate_info) + "." if communicate_info else "Done."
 
 
-def gold_sequence(row: Row, env: Environment, fmt: ChatFormat) -> tuple[list[int], list[int]]:
-    """Token ids of the row's gold trajectory in solo mode, and a mask of the tokens the model writes."""
-    messages = [{"role": "system", "content": row.system}, {"role": "user", "content": solo_instruction(row.task)}]
+def gold_sequence(row: Row, env: Environment, fmt: ChatFormat, with_user: bool = False) -> tuple[list[int], list[int]]:
+    """Token ids of the row's gold trajectory, and a mask of the tokens the model writes. It opens as
+    rollouts will (episode.likely_opening): solo, or with a simulated user's greeting and request."""
+    messages = [{"role": "system", "content": row.system}, *likely_opening(row.task, with_user)]
     ids = fmt.prompt_ids(messages, row.tools)
     mask = [0] * len(ids)
     eos = next(iter(fmt.eos_ids))
