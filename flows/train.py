@@ -52,6 +52,8 @@ def _plan(config: Any, problems: list[str]) -> Table:
         ("completion tokens", str(g("max_completion_length"))),
         ("turns", str(config.rollout.max_turns)),
         ("experts", ", ".join(e.alias for e in config.experts) or "none"),
+        ("user", f"simulated by {config.user.model} at {config.user.base_url}" if config.user
+         else "none: solo, the instruction opens each episode"),
         ("reward", f"{config.reward.normalize_over}-normalized, groups with std < {config.reward.min_group_std} "
                    f"dropped, advantages clipped to +-{config.reward.advantage_clip}"),
         ("data", f"{config.data.dataset} ({config.data.split})" if config.data.dataset else str(config.data.path)),

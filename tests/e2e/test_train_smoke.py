@@ -94,7 +94,10 @@ def test_dry_run_checks_the_h100_config_without_a_gpu(monkeypatch, tmp_path):
     result = runner.invoke(app, ["train", "--config", str(CONFIGS / "h100.yaml"), "--dry-run"])
     assert result.exit_code == 0, result.stderr[-3000:]
     text = " ".join(result.stderr.split())
-    assert "Qwen/Qwen3-8B" in text and "coherent" in text
+    assert "Qwen/Qwen3-8B" in text and "coherent" in text and "none: solo" in text
+    user = "user={base_url: http://127.0.0.1:9/v1, model: sim}"
+    simulated = runner.invoke(app, ["train", "--config", str(CONFIGS / "h100.yaml"), "--dry-run", "--set", user])
+    assert simulated.exit_code == 0 and "simulated by sim" in " ".join(simulated.stderr.split())
     broken = runner.invoke(app, ["train", "--config", str(CONFIGS / "h100.yaml"), "--dry-run",
                                  "--set", "grpo.vllm_max_model_length=4096"])
     assert broken.exit_code == 2 and "vllm_max_model_length 4096" in " ".join(broken.stderr.split())
