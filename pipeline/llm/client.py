@@ -21,13 +21,14 @@ import random
 import threading
 from collections.abc import Coroutine
 from dataclasses import dataclass
-from typing import Any, TypeVar
-
-import openai
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from .cache import CachedAnswer, ResponseCache, request_key
 from .config import LLMConfig, api_key
 from .usage import Usage, estimate_tokens
+
+if TYPE_CHECKING:
+    import openai
 
 T = TypeVar("T")
 RETRY_STATUSES = frozenset({408, 409, 429})
@@ -50,6 +51,8 @@ class Answer:
 
 
 def _retryable(exc: Exception) -> bool:
+    import openai  # here, not at the top: an offline run never loads the client library (~0.4 s)
+
     if isinstance(exc, (openai.APITimeoutError, openai.APIConnectionError)):
         return True
     if isinstance(exc, openai.APIStatusError):
@@ -68,6 +71,8 @@ def _retry_after(exc: Exception) -> float | None:
 
 def _format_refused(exc: Exception) -> bool:
     """A 400/422 that blames the response_format: the server does not do structured outputs."""
+    import openai
+
     return (isinstance(exc, openai.APIStatusError) and exc.status_code in (400, 422)
             and "response_format" in str(exc))
 
@@ -160,6 +165,8 @@ class LLMClient:
 
     async def _send(self, request: dict[str, Any], key: str, stage: str, usage: Usage | None) -> Answer:
         if self._openai is None:
+            import openai
+
             self._openai = openai.AsyncOpenAI(base_url=self.config.base_url, api_key=api_key(),
                                               max_retries=0, timeout=self.config.timeout_s)
             self._slots = asyncio.Semaphore(self.config.max_in_flight)
