@@ -1,9 +1,10 @@
 """The record API over plain dicts, and a domain's restricted tools run on it.
 
-`DictRecords` is what `db` is inside an exported τ²-bench package. It keeps the contract of
-`records.Records`, which runs over SQLite: values coerced by the schema, new keys from the same
-counters, `find` in the same order, and the database's refusals (NOT NULL, unique keys, foreign
-keys, unbindable values) raised with the same messages. So the same tool source gives the same
+`DictRecords` is what `db` is inside an exported τ²-bench package. It shares `records.RecordStore`
+(the API, coercion by the schema, new keys from the same counters, insert/update/delete) with
+`records.Records`, which runs over SQLite, and stores like it: `find` in the same order, and the
+database's refusals (NOT NULL, unique keys, foreign keys, unbindable values) raised with the same
+messages. So the same tool source gives the same
 outputs and final states over either store. Where SQLite's own rules decide (type affinity when
 comparing, the order it checks unique indexes in, LIKE ignoring ASCII case, `fetchmany(0)`
 returning every row), they are reproduced here, and tests run both stores side by side.
@@ -25,7 +26,7 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from .records import DIGEST_MOD, ID_WIDTH, Clock, coerce, row_hash
+from .records import DIGEST_MOD, Clock, RecordStore, row_hash
 from .sandbox import StepBudget, ToolError, compile_tool_module, sandbox_globals
 from .spec import DomainSpec, Table
 
@@ -89,43 +90,24 @@ def _like_prefix(prefix: str) -> re.Pattern[str]:
     return re.compile(pattern + ".*", re.ASCII | re.IGNORECASE | re.DOTALL)
 
 
-class DictRecords:
+class DictRecords(RecordStore):
     """`db` inside tools: get / find / count / insert / update / delete over {table: {key: row}}."""
 
-    TOOL_API = frozenset({"get", "find", "count", "insert", "update", "delete"})
-
     def __init__(self, spec: DomainSpec, rows: Rows) -> None:
-        self._spec = spec
-        self._tables = {t.name: t for t in spec.tables}
+        super().__init__(spec)
         self._rows: dict[str, dict[Any, dict[str, Any]]] = {}
         for table in spec.tables:
             pk = table.primary_key.name
             self._rows[table.name] = {r[pk]: {c.name: r.get(c.name) for c in table.columns}
                                       for r in rows.get(table.name, [])}
-        self.next_keys: dict[str, int] = {}
-        self.read_only = False
         self.journal: list[tuple[str, Any, dict[str, Any] | None]] = []  # (table, key, row before) per write
         self.digest = self.full_digest()
 
     # reading ----------------------------------------------------------------------------
-    def _table(self, name: str) -> Table:
-        table = self._tables.get(name) if isinstance(name, str) else None
-        if table is None:
-            raise ToolError(f"there is no table {name!r}")
-        return table
-
     def _fetch(self, table: str, key: Any) -> dict[str, Any] | None:
         probe = _probe(self._tables[table].primary_key.type, _bound(key, 1))
         row = self._rows[table].get(probe) if probe is not None else None
         return dict(row) if row is not None and _equal(row[self._tables[table].primary_key.name], probe) else None
-
-    def get(self, table: str, key: Any) -> dict[str, Any]:
-        """The row with this primary key; ToolError if there is none."""
-        self._table(table)
-        row = self._fetch(table, key)
-        if row is None:
-            raise ToolError(f"no {table} record with id {key!r}")
-        return row
 
     def find(self, table: str, where: dict[str, Any] | None = None, order_by: str | None = None,
              limit: int | None = None) -> list[dict[str, Any]]:
@@ -152,23 +134,7 @@ class DictRecords:
             found = found[:size] if size else found  # sqlite3's fetchmany(0) returns every row
         return [dict(r) for r in found]
 
-    def count(self, table: str, where: dict[str, Any] | None = None) -> int:
-        return len(self.find(table, where))
-
     # writing ----------------------------------------------------------------------------
-    def _writable(self, table: str) -> Table:
-        if self.read_only:
-            raise PermissionError(f"a read tool tried to write to {table!r}")
-        return self._table(table)
-
-    def _check(self, spec: Table, values: dict[str, Any]) -> dict[str, Any]:
-        if not isinstance(values, dict):
-            raise ToolError(f"values for {spec.name!r} must be a mapping of column to value")
-        unknown = sorted(set(values) - {c.name for c in spec.columns})
-        if unknown:
-            raise ToolError(f"table {spec.name!r} has no column(s) {', '.join(unknown)}")
-        return {c.name: coerce(spec, c, values[c.name]) for c in spec.columns if c.name in values}
-
     def _refusal(self, spec: Table, stored: dict[str, Any], changed: list[str], key: Any) -> str | None:
         """The message SQLite's IntegrityError would carry for writing `stored`, or None."""
         for col in spec.columns:
@@ -193,7 +159,7 @@ class DictRecords:
                     return "FOREIGN KEY constraint failed"
         return None
 
-    def _write(self, spec: Table, row: dict[str, Any], changed: list[str], old: dict[str, Any] | None) -> None:
+    def _store(self, spec: Table, row: dict[str, Any], changed: list[str], old: dict[str, Any] | None) -> None:
         """Store `row` as the database would, or raise the ToolError Records raises for its refusal."""
         stored = dict(row)
         for position, name in enumerate(changed, 1):
@@ -206,76 +172,17 @@ class DictRecords:
         self._rows[spec.name][key] = stored
         self.digest = (self.digest + row_hash(spec.name, stored) - (row_hash(spec.name, old) if old else 0)) % DIGEST_MOD
 
-    def _explain(self, spec: Table, row: dict[str, Any], message: str) -> str:
-        for col in spec.columns:
-            if (col.unique or col.primary_key) and f"{spec.name}.{col.name}" in message:
-                return f"{spec.name}.{col.name} {row.get(col.name)!r} is already taken"
-        for col in spec.columns:
-            if col.references and row.get(col.name) is not None:
-                target = col.references.split(".")[0]
-                if self._fetch(target, row[col.name]) is None:
-                    return f"{spec.name}.{col.name}: no {target} record with id {row[col.name]!r}"
-        return f"{spec.name}: the database refused the change ({message})"
-
-    def next_key(self, table: str) -> Any:
-        """The key the next insert into `table` gets: deterministic, one past the largest so far."""
-        spec = self._table(table)
-        if table not in self.next_keys:
-            keys = list(self._rows[table])
-            if spec.primary_key.type == "integer":
-                self.next_keys[table] = (max(keys, default=None) or 0) + 1
-            elif not spec.id_prefix:
-                raise ToolError(f"a new {table} record needs its {spec.primary_key.name}")
-            else:
-                like = _like_prefix(spec.id_prefix)
-                top = max((k for k in keys if isinstance(k, str) and like.fullmatch(k)), default=None)
-                digits = re.sub(r"\D", "", top[len(spec.id_prefix):]) if top else ""
-                self.next_keys[table] = int(digits or 0) + 1
-        n = self.next_keys[table]
-        return n if spec.primary_key.type == "integer" else f"{spec.id_prefix}{n:0{ID_WIDTH}d}"
-
-    def insert(self, table: str, values: dict[str, Any]) -> dict[str, Any]:
-        """Add a row; its key is made for it when not given. Returns the stored row."""
-        spec = self._writable(table)
-        row = self._check(spec, values)
-        pk = spec.primary_key.name
-        made_key = row.get(pk) is None
-        if made_key:
-            row[pk] = self.next_key(table)
-        missing = [c.name for c in spec.columns if c.name not in row and not c.nullable]
-        if missing:
-            raise ToolError(f"a new {table} record needs {', '.join(missing)}")
-        row = {c.name: row.get(c.name) for c in spec.columns}
-        self._write(spec, row, [c.name for c in spec.columns], None)
-        if made_key:
-            self.next_keys[table] += 1
-        return dict(row)
-
-    def update(self, table: str, key: Any, values: dict[str, Any]) -> dict[str, Any]:
-        """Change some columns of one row (never its key). Returns the stored row."""
-        spec = self._writable(table)
-        old = self.get(table, key)
-        changes = self._check(spec, values)
-        if spec.primary_key.name in changes and changes[spec.primary_key.name] != key:
-            raise ToolError(f"the id of a {table} record cannot change")
-        changes.pop(spec.primary_key.name, None)
-        new = {**old, **changes}
-        if changes:
-            self._write(spec, new, sorted(changes), old)
-        return dict(new)
-
-    def delete(self, table: str, key: Any) -> dict[str, Any]:
-        """Remove one row; refused while other rows point at it. Returns the removed row."""
-        spec = self._writable(table)
-        old = self.get(table, key)
-        for other in self._spec.tables:
-            for col in other.columns:
-                if col.references == f"{table}.{spec.primary_key.name}" and self.find(other.name, {col.name: key}, limit=1):
-                    raise ToolError(f"{table} {key!r} is still referenced by {other.name}")
+    def _remove(self, spec: Table, old: dict[str, Any]) -> None:
         pk = old[spec.primary_key.name]
-        self.journal.append((table, pk, self._rows[table].pop(pk)))
-        self.digest = (self.digest - row_hash(table, old)) % DIGEST_MOD
-        return old
+        self.journal.append((spec.name, pk, self._rows[spec.name].pop(pk)))
+        self.digest = (self.digest - row_hash(spec.name, old)) % DIGEST_MOD
+
+    def _top_key(self, spec: Table) -> Any:
+        keys = self._rows[spec.name]
+        if spec.primary_key.type == "integer":
+            return max(keys, default=None)
+        like = _like_prefix(spec.id_prefix)  # as Records' `LIKE 'prefix%'`
+        return max((k for k in keys if isinstance(k, str) and like.fullmatch(k)), default=None)
 
     def changes(self) -> list[tuple[str, Any, dict[str, Any] | None]]:
         """(table, key, the row now or None when deleted) for each row the journal's writes touched."""
@@ -299,10 +206,6 @@ class DictRecords:
             else:
                 self._rows[table][key] = before
         self.journal.clear()
-
-    def dump(self) -> Rows:
-        """Every table's rows, ordered by primary key."""
-        return {t.name: self.find(t.name) for t in self._spec.creation_order()}
 
     def full_digest(self) -> int:
         """Records' order-independent digest (the sum of one hash per row), computed from every row."""

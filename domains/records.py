@@ -98,20 +98,40 @@ class Clock:
         return _parse_datetime(moment).date().isoformat()
 
 
-class Records:
-    """`db` inside tools: get / find / count / insert / update / delete over one DBAPI connection."""
+class RecordStore:
+    """The record API's contract, whatever stores the rows: table lookup, coercion by the schema,
+    read-only refusal, deterministic new keys, and insert / update / delete in terms of a store's
+    `_fetch`, `find`, `_top_key`, `_store` and `_remove` (Records over SQL; dictdb.DictRecords over
+    dicts, in exported packages). No SQL here: this class is vendored with dictdb."""
 
     TOOL_API = frozenset({"get", "find", "count", "insert", "update", "delete"})
 
-    def __init__(self, spec: DomainSpec, statements: Statements, connection: Any, digest: int) -> None:
+    def __init__(self, spec: DomainSpec) -> None:
         self._spec = spec
         self._tables = {t.name: t for t in spec.tables}
-        self._sql = statements
-        self._sa = statements.metadata.tables
-        self._cursor = connection.cursor()
-        self.digest = digest
         self.next_keys: dict[str, int] = {}
         self.read_only = False
+        self.digest = 0
+
+    # what a store provides ----------------------------------------------------------------
+    def _fetch(self, table: str, key: Any) -> dict[str, Any] | None:
+        raise NotImplementedError
+
+    def find(self, table: str, where: dict[str, Any] | None = None, order_by: str | None = None,
+             limit: int | None = None) -> list[dict[str, Any]]:
+        raise NotImplementedError
+
+    def _top_key(self, spec: Table) -> Any:
+        """The largest key of `spec`'s table (of those with its id prefix, for text keys), or None."""
+        raise NotImplementedError
+
+    def _store(self, spec: Table, row: dict[str, Any], changed: list[str], old: dict[str, Any] | None) -> None:
+        """Write `row` (a new one when `old` is None), keep the digest, or raise the ToolError for
+        the database's refusal."""
+        raise NotImplementedError
+
+    def _remove(self, spec: Table, old: dict[str, Any]) -> None:
+        raise NotImplementedError
 
     # reading ----------------------------------------------------------------------------
     def _table(self, name: str) -> Table:
@@ -120,6 +140,115 @@ class Records:
             raise ToolError(f"there is no table {name!r}")
         return table
 
+    def get(self, table: str, key: Any) -> dict[str, Any]:
+        """The row with this primary key; ToolError if there is none."""
+        self._table(table)
+        row = self._fetch(table, key)
+        if row is None:
+            raise ToolError(f"no {table} record with id {key!r}")
+        return row
+
+    def count(self, table: str, where: dict[str, Any] | None = None) -> int:
+        return len(self.find(table, where))
+
+    def dump(self) -> dict[str, list[dict[str, Any]]]:
+        """Every table's rows, ordered by primary key."""
+        return {t.name: self.find(t.name) for t in self._spec.creation_order()}
+
+    # writing ----------------------------------------------------------------------------
+    def _writable(self, table: str) -> Table:
+        if self.read_only:
+            raise PermissionError(f"a read tool tried to write to {table!r}")
+        return self._table(table)
+
+    def _check(self, spec: Table, values: dict[str, Any]) -> dict[str, Any]:
+        if not isinstance(values, dict):
+            raise ToolError(f"values for {spec.name!r} must be a mapping of column to value")
+        unknown = sorted(set(values) - {c.name for c in spec.columns})
+        if unknown:
+            raise ToolError(f"table {spec.name!r} has no column(s) {', '.join(unknown)}")
+        return {c.name: coerce(spec, c, values[c.name]) for c in spec.columns if c.name in values}
+
+    def _explain(self, spec: Table, row: dict[str, Any], message: str) -> str:
+        """What a refused write did wrong, in words a model can act on, from the database's message."""
+        for col in spec.columns:
+            if (col.unique or col.primary_key) and f"{spec.name}.{col.name}" in message:
+                return f"{spec.name}.{col.name} {row.get(col.name)!r} is already taken"
+        for col in spec.columns:
+            if col.references and row.get(col.name) is not None:
+                target = col.references.split(".")[0]
+                if self._fetch(target, row[col.name]) is None:
+                    return f"{spec.name}.{col.name}: no {target} record with id {row[col.name]!r}"
+        return f"{spec.name}: the database refused the change ({message})"
+
+    def next_key(self, table: str) -> Any:
+        """The key the next insert into `table` gets: deterministic, one past the largest so far."""
+        spec = self._table(table)
+        if table not in self.next_keys:
+            if spec.primary_key.type == "integer":
+                self.next_keys[table] = (self._top_key(spec) or 0) + 1
+            elif not spec.id_prefix:
+                raise ToolError(f"a new {table} record needs its {spec.primary_key.name}")
+            else:
+                top = self._top_key(spec)
+                digits = re.sub(r"\D", "", top[len(spec.id_prefix):]) if top else ""
+                self.next_keys[table] = int(digits or 0) + 1
+        n = self.next_keys[table]
+        return n if spec.primary_key.type == "integer" else f"{spec.id_prefix}{n:0{ID_WIDTH}d}"
+
+    def insert(self, table: str, values: dict[str, Any]) -> dict[str, Any]:
+        """Add a row; its key is made for it when not given. Returns the stored row."""
+        spec = self._writable(table)
+        row = self._check(spec, values)
+        pk = spec.primary_key.name
+        made_key = row.get(pk) is None
+        if made_key:
+            row[pk] = self.next_key(table)
+        missing = [c.name for c in spec.columns if c.name not in row and not c.nullable]
+        if missing:
+            raise ToolError(f"a new {table} record needs {', '.join(missing)}")
+        row = {c.name: row.get(c.name) for c in spec.columns}
+        self._store(spec, row, [c.name for c in spec.columns], None)
+        if made_key:
+            self.next_keys[table] += 1
+        return dict(row)
+
+    def update(self, table: str, key: Any, values: dict[str, Any]) -> dict[str, Any]:
+        """Change some columns of one row (never its key). Returns the stored row."""
+        spec = self._writable(table)
+        old = self.get(table, key)
+        changes = self._check(spec, values)
+        if spec.primary_key.name in changes and changes[spec.primary_key.name] != key:
+            raise ToolError(f"the id of a {table} record cannot change")
+        changes.pop(spec.primary_key.name, None)
+        new = {**old, **changes}
+        if changes:
+            self._store(spec, new, sorted(changes), old)
+        return dict(new)
+
+    def delete(self, table: str, key: Any) -> dict[str, Any]:
+        """Remove one row; refused while other rows point at it. Returns the removed row."""
+        spec = self._writable(table)
+        old = self.get(table, key)
+        for other in self._spec.tables:
+            for col in other.columns:
+                if col.references == f"{table}.{spec.primary_key.name}" and self.find(other.name, {col.name: key}, limit=1):
+                    raise ToolError(f"{table} {key!r} is still referenced by {other.name}")
+        self._remove(spec, old)
+        return old
+
+
+class Records(RecordStore):
+    """`db` inside tools: get / find / count / insert / update / delete over one DBAPI connection."""
+
+    def __init__(self, spec: DomainSpec, statements: Statements, connection: Any, digest: int) -> None:
+        super().__init__(spec)
+        self._sql = statements
+        self._sa = statements.metadata.tables
+        self._cursor = connection.cursor()
+        self.digest = digest
+
+    # reading ----------------------------------------------------------------------------
     def _execute(self, key: tuple[Any, ...], build, params: dict[str, Any]) -> Any:
         sql, bind = self._sql.get(key, build)
         return self._cursor.execute(sql, bind(params))
@@ -130,14 +259,6 @@ class Records:
         row = self._execute(("get", table), lambda: sa.select(sa_table).where(pk == sa.bindparam("key")),
                             {"key": key}).fetchone()
         return self._sql.decode(table, row) if row is not None else None
-
-    def get(self, table: str, key: Any) -> dict[str, Any]:
-        """The row with this primary key; ToolError if there is none."""
-        self._table(table)
-        row = self._fetch(table, key)
-        if row is None:
-            raise ToolError(f"no {table} record with id {key!r}")
-        return row
 
     def find(self, table: str, where: dict[str, Any] | None = None, order_by: str | None = None,
              limit: int | None = None) -> list[dict[str, Any]]:
@@ -165,22 +286,35 @@ class Records:
         found = cursor.fetchall() if limit is None else cursor.fetchmany(max(int(limit), 0))
         return [self._sql.decode(table, r) for r in found]
 
-    def count(self, table: str, where: dict[str, Any] | None = None) -> int:
-        return len(self.find(table, where))
-
     # writing ----------------------------------------------------------------------------
-    def _writable(self, table: str) -> Table:
-        if self.read_only:
-            raise PermissionError(f"a read tool tried to write to {table!r}")
-        return self._table(table)
+    def _top_key(self, spec: Table) -> Any:
+        table = spec.name
+        pk = self._sa[table].primary_key.columns[0]
+        if spec.primary_key.type == "integer":
+            return self._execute(("max", table), lambda: sa.select(sa.func.max(pk)), {}).fetchone()[0]
+        return self._execute(("max", table), lambda: sa.select(sa.func.max(pk)).where(
+            pk.like(sa.bindparam("prefix"))), {"prefix": f"{spec.id_prefix}%"}).fetchone()[0]
 
-    def _check(self, spec: Table, values: dict[str, Any]) -> dict[str, Any]:
-        if not isinstance(values, dict):
-            raise ToolError(f"values for {spec.name!r} must be a mapping of column to value")
-        unknown = sorted(set(values) - {c.name for c in spec.columns})
-        if unknown:
-            raise ToolError(f"table {spec.name!r} has no column(s) {', '.join(unknown)}")
-        return {c.name: coerce(spec, c, values[c.name]) for c in spec.columns if c.name in values}
+    def _store(self, spec: Table, row: dict[str, Any], changed: list[str], old: dict[str, Any] | None) -> None:
+        sa_table = self._sa[spec.name]
+        if old is None:
+            self._write(spec, ("insert", spec.name), lambda: sa_table.insert(), row, row)
+            self.digest = (self.digest + row_hash(spec.name, row)) % DIGEST_MOD
+            return
+        pk = sa_table.primary_key.columns[0]
+        names = tuple(changed)
+        build = lambda: sa_table.update().where(pk == sa.bindparam("key")).values(  # noqa: E731
+            {n: sa.bindparam(f"v_{n}") for n in names})
+        params = {"key": old[spec.primary_key.name], **{f"v_{n}": row[n] for n in names}}
+        self._write(spec, ("update", spec.name, names), build, params, row)
+        self.digest = (self.digest - row_hash(spec.name, old) + row_hash(spec.name, row)) % DIGEST_MOD
+
+    def _remove(self, spec: Table, old: dict[str, Any]) -> None:
+        sa_table = self._sa[spec.name]
+        pk = sa_table.primary_key.columns[0]
+        self._write(spec, ("delete", spec.name), lambda: sa_table.delete().where(pk == sa.bindparam("key")),
+                    {"key": old[spec.primary_key.name]}, old)
+        self.digest = (self.digest - row_hash(spec.name, old)) % DIGEST_MOD
 
     def _write(self, spec: Table, key: tuple[Any, ...], build, params: dict[str, Any], row: dict[str, Any]) -> None:
         """Run a write; turn the database's integrity refusals into ToolErrors that say why."""
@@ -190,89 +324,3 @@ class Records:
             if "IntegrityError" not in type(exc).__name__:
                 raise
             raise ToolError(self._explain(spec, row, str(exc))) from None
-
-    def _explain(self, spec: Table, row: dict[str, Any], message: str) -> str:
-        for col in spec.columns:
-            if (col.unique or col.primary_key) and f"{spec.name}.{col.name}" in message:
-                return f"{spec.name}.{col.name} {row.get(col.name)!r} is already taken"
-        for col in spec.columns:
-            if col.references and row.get(col.name) is not None:
-                target = col.references.split(".")[0]
-                if self._fetch(target, row[col.name]) is None:
-                    return f"{spec.name}.{col.name}: no {target} record with id {row[col.name]!r}"
-        return f"{spec.name}: the database refused the change ({message})"
-
-    def next_key(self, table: str) -> Any:
-        """The key the next insert into `table` gets: deterministic, one past the largest so far."""
-        spec = self._table(table)
-        if table not in self.next_keys:
-            pk = self._sa[table].primary_key.columns[0]
-            if spec.primary_key.type == "integer":
-                top = self._execute(("max", table), lambda: sa.select(sa.func.max(pk)), {}).fetchone()[0]
-                self.next_keys[table] = (top or 0) + 1
-            elif not spec.id_prefix:
-                raise ToolError(f"a new {table} record needs its {spec.primary_key.name}")
-            else:
-                top = self._execute(("max", table), lambda: sa.select(sa.func.max(pk)).where(
-                    pk.like(sa.bindparam("prefix"))), {"prefix": f"{spec.id_prefix}%"}).fetchone()[0]
-                digits = re.sub(r"\D", "", top[len(spec.id_prefix):]) if top else ""
-                self.next_keys[table] = int(digits or 0) + 1
-        n = self.next_keys[table]
-        return n if spec.primary_key.type == "integer" else f"{spec.id_prefix}{n:0{ID_WIDTH}d}"
-
-    def insert(self, table: str, values: dict[str, Any]) -> dict[str, Any]:
-        """Add a row; its key is made for it when not given. Returns the stored row."""
-        spec = self._writable(table)
-        row = self._check(spec, values)
-        pk = spec.primary_key.name
-        made_key = row.get(pk) is None
-        if made_key:
-            row[pk] = self.next_key(table)
-        missing = [c.name for c in spec.columns if c.name not in row and not c.nullable]
-        if missing:
-            raise ToolError(f"a new {table} record needs {', '.join(missing)}")
-        row = {c.name: row.get(c.name) for c in spec.columns}
-        sa_table = self._sa[table]
-        self._write(spec, ("insert", table), lambda: sa_table.insert(), row, row)
-        if made_key:
-            self.next_keys[table] += 1
-        self.digest = (self.digest + row_hash(table, row)) % DIGEST_MOD
-        return dict(row)
-
-    def update(self, table: str, key: Any, values: dict[str, Any]) -> dict[str, Any]:
-        """Change some columns of one row (never its key). Returns the stored row."""
-        spec = self._writable(table)
-        old = self.get(table, key)
-        changes = self._check(spec, values)
-        if spec.primary_key.name in changes and changes[spec.primary_key.name] != key:
-            raise ToolError(f"the id of a {table} record cannot change")
-        changes.pop(spec.primary_key.name, None)
-        new = {**old, **changes}
-        if changes:
-            sa_table = self._sa[table]
-            pk = sa_table.primary_key.columns[0]
-            names = tuple(sorted(changes))
-            build = lambda: sa_table.update().where(pk == sa.bindparam("key")).values(  # noqa: E731
-                {n: sa.bindparam(f"v_{n}") for n in names})
-            params = {"key": key, **{f"v_{n}": changes[n] for n in names}}
-            self._write(spec, ("update", table, names), build, params, new)
-            self.digest = (self.digest - row_hash(table, old) + row_hash(table, new)) % DIGEST_MOD
-        return dict(new)
-
-    def delete(self, table: str, key: Any) -> dict[str, Any]:
-        """Remove one row; refused while other rows point at it. Returns the removed row."""
-        spec = self._writable(table)
-        old = self.get(table, key)
-        for other in self._spec.tables:
-            for col in other.columns:
-                if col.references == f"{table}.{spec.primary_key.name}" and self.find(other.name, {col.name: key}, limit=1):
-                    raise ToolError(f"{table} {key!r} is still referenced by {other.name}")
-        sa_table = self._sa[table]
-        pk = sa_table.primary_key.columns[0]
-        self._write(spec, ("delete", table), lambda: sa_table.delete().where(pk == sa.bindparam("key")), {"key": key}, old)
-        self.digest = (self.digest - row_hash(table, old)) % DIGEST_MOD
-        return old
-
-    def dump(self) -> dict[str, list[dict[str, Any]]]:
-        """Every table's rows, ordered by primary key."""
-        return {t.name: self.find(t.name) for t in self._spec.creation_order()}
