@@ -31,8 +31,8 @@ from .client import LLMClient, LLMRequestError, shared_client
 from .config import LLMConfig, SynthesisOptions
 from .design import build_design, build_intents, build_tools, subset_of_tools, with_intents
 from .dialogue import Outcome, solicit
-from .harden import anchor_key, build_hardened, shown_task, unbuilt_variant
 from .examples import builtin, intent_proposal
+from .harden import anchor_key, build_hardened, shown_task, unbuilt_variant
 from .rows import TableFill, batch_seed, choices, fixed_rows, plan
 from .slices import db_slice
 from .tasks import build_task, unbuilt_task
