@@ -196,7 +196,8 @@ def test_the_model_rewrites_a_share_of_the_tasks_harder_and_every_variant_replay
     assert set(usage["stages"]) == {"harden"}
     with Environment.from_rows(domain, rows) as env:
         for task in variants:
-            assert task.meta.hardening == ["distractor"] and DISTRACTOR in task.user_scenario.instructions.task_instructions
+            assert task.meta.hardening == ["distractor"]
+            assert DISTRACTOR in task.user_scenario.instructions.task_instructions
             assert task.meta.lineage.prompt_digest == prompts.digest("harden")
             with env.fork() as fork:
                 results = replay(fork, task.gold_calls())
