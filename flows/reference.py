@@ -56,12 +56,14 @@ def _eval_config(config: ReferenceConfig, trials: int, use_tools: bool) -> EvalC
 
 def _judged(config: ReferenceConfig, tasks: list[Task], results: list[TrialResult]) -> list[bool]:
     """Each try's success: the outcome checks, and for a task with nl_assertions, the judge's pass."""
+    if config.judge is None:
+        return [r.reward >= 1.0 for r in results]
     by_id = {t.id: t for t in tasks}
-    judge = ChatEndpoint(config.judge) if config.judge is not None else None
+    judge = ChatEndpoint(config.judge)
 
     def solved(result: TrialResult) -> bool:
         task = by_id[result.task_id]
-        if result.reward < 1.0 or judge is None or not task.evaluation_criteria.nl_assertions:
+        if result.reward < 1.0 or not task.evaluation_criteria.nl_assertions:
             return result.reward >= 1.0
         try:
             reply = judge.complete(judge_messages(task, result.messages or []), seed=result.trial)

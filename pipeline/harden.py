@@ -25,7 +25,7 @@ from toolscale.domains.dates import describe
 from toolscale.domains.matching import appears_in, normalize_text
 from toolscale.domains.tasks import Action, Rejection, Task
 
-from .instantiate import difficulty_of
+from .instantiate import difficulty_of, write_calls
 from .templating import derive_seed
 
 Draft = tuple[Task, Callable[[list[Any]], str | None]]  # a variant, and a check of its replayed outputs
@@ -222,10 +222,9 @@ def _verify(domain: Domain, env: Environment, draft: Draft, task_id: str) -> tup
     outputs = [r.output for r in results]
     failure = failure or check(outputs)
     actions = variant.evaluation_criteria.actions
-    writes = sum(domain.toolkit.specs[a.name].kind == "write" for a in actions)
     meta = variant.meta.model_copy(update={
         "expected_outputs": outputs, "final_state_hash": None if failure else state,
-        "difficulty": difficulty_of(len(actions), writes, len(variant.meta.hardening))})
+        "difficulty": difficulty_of(len(actions), write_calls(domain, actions), len(variant.meta.hardening))})
     variant = variant.model_copy(update={"meta": meta})
     if failure:
         return None, Rejection(task=variant, gate="synthesis", reason=f"hardened variant: {failure}")

@@ -12,7 +12,7 @@ import hashlib
 import json
 import random
 from collections import defaultdict
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from toolscale.domains import Domain, Environment
@@ -47,6 +47,13 @@ class RowIndex:
                 index[tuple(row.get(c) for c in columns)].append(row)
             self._indexes[(table, columns)] = index
         return index.get(tuple(equal[c] for c in columns), [])
+
+
+def write_calls(domain: Domain, actions: Iterable[Action]) -> int:
+    """How many of the gold's calls go to write tools (a name the toolkit lacks, as in an unreplayed
+    LLM answer, is not one)."""
+    specs = domain.toolkit.specs
+    return sum(a.name in specs and specs[a.name].kind == "write" for a in actions)
 
 
 def difficulty_of(actions: int, writes: int, operators: int = 0) -> str:
@@ -198,7 +205,7 @@ def _build(domain: Domain, env: Environment, intent: Intent, context: dict[str, 
             communicate = [render_text(c, {**context, "out": outputs}) for c in template.communicate]
         except TemplateError as exc:
             failure = f"communicate_info could not be rendered: {exc}"
-    writes = sum(domain.toolkit.specs[a.name].kind == "write" for a in actions)
+    writes = write_calls(domain, actions)
     meta = TaskMeta(intent=intent.name, kind=intent.kind, difficulty=difficulty_of(len(actions), writes),
                     lineage=lineage, expected_outputs=outputs, final_state_hash=final_hash)
     task = Task(id=task_id, description=Description(purpose=intent.description),

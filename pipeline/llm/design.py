@@ -20,7 +20,6 @@ from toolscale.domains import Domain, DomainError, Environment, load_domain_text
 from toolscale.domains.domain import parse_spec
 from toolscale.domains.spec import IDENTIFIER, DomainSpec, Intent
 from toolscale.domains.sql import build_metadata, create_schema
-from toolscale.domains.toolkit import ToolSpec
 
 from ..populate import Rows, populate
 from .answers import DesignAnswer, IntentProposal, IntentsAnswer, ToolsAnswer

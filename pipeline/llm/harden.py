@@ -13,7 +13,7 @@ from toolscale.domains import Domain, Environment
 from toolscale.domains.spec import DomainSpec
 from toolscale.domains.tasks import Lineage, Task
 
-from ..instantiate import difficulty_of
+from ..instantiate import difficulty_of, write_calls
 from .answers import HardenAnswer, IntentProposal
 from .dialogue import Invalid, Problem
 from .tasks import build_task, unbuilt_task
@@ -64,7 +64,7 @@ def build_hardened(domain: Domain, env: Environment, base: Task, intent: IntentP
 def _as_variant(domain: Domain, base: Task, task: Task, steps: list[str]) -> Task:
     hardening = [*base.meta.hardening, *dict.fromkeys(steps)]
     actions = task.evaluation_criteria.actions
-    writes = sum(domain.toolkit.specs[a.name].kind == "write" for a in actions if a.name in domain.toolkit.specs)
+    writes = write_calls(domain, actions)
     meta = task.meta.model_copy(update={"intent": base.meta.intent, "hardening": hardening,
                                         "kind": "write" if writes else base.meta.kind,
                                         "difficulty": difficulty_of(len(actions), writes, len(hardening))})

@@ -14,7 +14,7 @@ from toolscale.domains import Domain, Environment
 from toolscale.domains.tasks import (Action, Description, EvaluationCriteria, Lineage, StructuredUserInstructions, Task,
                                      TaskMeta, UserScenario)
 
-from ..instantiate import difficulty_of
+from ..instantiate import difficulty_of, write_calls
 from ..templating import TemplateError, render_text, render_value
 from .answers import IntentProposal, TaskAnswer
 from .dialogue import Invalid, Problem, Unrepairable
@@ -34,7 +34,7 @@ def _instructions(domain: Domain, answer: TaskAnswer | None) -> StructuredUserIn
 
 def _task(domain: Domain, intent: IntentProposal, task_id: str, lineage: Lineage, answer: TaskAnswer | None,
           actions: list[Action], communicate: list[str], outputs: list[Any], final_hash: str | None) -> Task:
-    writes = sum(domain.toolkit.specs[a.name].kind == "write" for a in actions if a.name in domain.toolkit.specs)
+    writes = write_calls(domain, actions)
     meta = TaskMeta(intent=intent.name, kind=intent.kind, difficulty=difficulty_of(len(actions), writes),
                     lineage=lineage, expected_outputs=outputs, final_state_hash=final_hash)
     return Task(id=task_id, description=Description(purpose=intent.description),
