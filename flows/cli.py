@@ -172,6 +172,9 @@ def _execute(config) -> None:
         rows = {n: bar.add_task(n, total=len(STAGES), stage="waiting") for n in names}
 
         def on_progress(domain: str, stage: str, info: dict) -> None:
+            if stage == "notice":  # e.g. a damaged stage artifact that is recomputed
+                console.print(f"[yellow]{domain}:[/yellow] {info['message']}")
+                return
             done = STAGES.index(stage) if stage in STAGES else len(STAGES)
             label = {"done": f"{info.get('accepted', 0):,} accepted", "failed": "[red]failed[/red]"}.get(stage, stage)
             label += " (reused)" if info.get("reused") else ""

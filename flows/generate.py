@@ -117,10 +117,10 @@ def run_stage(stage: str, domain: str, work: DomainWork) -> float:
 
 
 @flow(name="build-domain", flow_run_name="build-{name}")
-def build_domain(name: str, config: RunConfig) -> dict[str, Any]:
-    """The stages of one domain that are not current; returns its report entry and what it computed."""
+def build_domain(name: str, config: RunConfig, todo: list[str]) -> dict[str, Any]:
+    """The stages `todo` of one domain (those the plan found not current); returns its report entry
+    and what it computed."""
     work = domain_work(name, config)
-    todo = stages_to_run(work, config.refresh)
     work.store.clean(keep=work.keys)  # temporary folders of killed runs, artifacts of other settings
     calls_out = config.backend != "offline"
     asks_agent = config.reference is not None
@@ -141,16 +141,16 @@ def build_domain(name: str, config: RunConfig) -> dict[str, Any]:
 
 
 @task(name="domain", task_run_name="domain-{name}", cache_policy=NO_CACHE)
-def run_domain(name: str, config: RunConfig) -> dict[str, Any]:
+def run_domain(name: str, config: RunConfig, todo: list[str]) -> dict[str, Any]:
     """A domain's subflow as a task, so the task runner can run domains side by side."""
-    return build_domain(name, config)
+    return build_domain(name, config, todo)
 
 
 @flow(name="generate")
 def generate(config: RunConfig, plan: dict[str, list[str]]) -> dict[str, Any]:
     """Build the domains that have stages to compute (`plan`), on the configured task runner."""
     start = time.perf_counter()
-    futures = {name: run_domain.submit(name, config) for name in config.domains if plan[name]}
+    futures = {name: run_domain.submit(name, config, plan[name]) for name in config.domains if plan[name]}
     results: dict[str, dict[str, Any]] = {}
     failed: dict[str, str] = {}
     for name, future in futures.items():
@@ -180,6 +180,8 @@ def finish_run(config: RunConfig, results: dict[str, dict[str, Any]], failed: di
     report = {"backend": config.backend, "seed": config.seed, "scale": config.scale, "settings": config.settings()}
     if config.merge and (config.out / "report.json").exists():
         report, domains, failed = _merged(read_json(config.out / "report.json"), domains, failed)
+    else:
+        domains.update(_finished_before(config))
     report.update(totals=totals(domains), domains=domains, failed=failed,
                   stages={"computed": computed, "reused": reused},
                   timings_s={"flow": round(time.perf_counter() - start, 3)})
@@ -195,6 +197,25 @@ def finish_run(config: RunConfig, results: dict[str, dict[str, Any]], failed: di
 
         publish_report_artifacts(report, text)
     return report
+
+
+def _finished_before(config: RunConfig) -> dict[str, dict[str, Any]]:
+    """The earlier report's entries of the other finished domains in OUT, when it was made with this
+    run's settings: a run of some domains must not drop the rest from report.json, and so from hf/
+    and tau2/. Finished domains it cannot keep are said in one line."""
+    finished = sorted(p.parent.name for p in config.out.glob("*/tasks.jsonl") if p.parent.name not in config.domains)
+    if not finished:
+        return {}
+    try:
+        old = read_json(config.out / "report.json")
+    except (OSError, ValueError):
+        old = {}
+    entries = old.get("domains") if isinstance(old, dict) and old.get("settings") == config.settings() else None
+    kept = {name: entries[name] for name in finished if isinstance(entries, dict) and name in entries}
+    if lost := [name for name in finished if name not in kept]:
+        progress.emit(", ".join(lost), "notice", message="left out of report.json, hf/ and tau2/: not in an earlier "
+                      "report with these settings (generate them with these settings, or use another --out)")
+    return kept
 
 
 def _merged(old: dict[str, Any], domains: dict[str, dict[str, Any]],

@@ -29,6 +29,7 @@ from toolscale.quality.agent_gates import apply_reference
 from toolscale.quality.gates import run_gates
 from toolscale.quality.report import domain_funnel
 
+from . import progress
 from .digests import code_digest, file_digest, source_digest, stage_key
 from .reference import ReferenceConfig, reference_attempts
 from .store import StageStore, concatenate, read_json, read_jsonl, write_json, write_jsonl
@@ -144,12 +145,13 @@ def _export(call: StageCall) -> None:
     for leftover in target.glob(".*tmp*"):  # from a run killed while writing
         leftover.unlink(missing_ok=True)
     domain, env = w.domain(), w.env()
-    write_domain_files(target, domain, env)
     rejections = [p / "rejected.jsonl" for p in call.earlier if (p / "rejected.jsonl").exists()]
+    # read everything before writing anything: a bad record fails the export with the old files in place
+    accepted = list(read_jsonl(call.latest_tasks(), Task))
+    rejected = [r for path in rejections for r in read_jsonl(path, Rejection)]
+    write_domain_files(target, domain, env)
     concatenate(target / "rejected.jsonl", rejections)
     concatenate(target / "tasks.jsonl", [call.latest_tasks()])  # last: its presence marks a finished domain
-    accepted = list(read_jsonl(target / "tasks.jsonl", Task))
-    rejected = list(read_jsonl(target / "rejected.jsonl", Rejection))
     funnel = domain_funnel(accepted, rejected, tools=list(domain.toolkit.specs))
     funnel.update(tools=len(domain.toolkit.specs), rows=sum(len(r) for r in w.rows().values()), seed=w.seed)
     write_json(call.out / "funnel.json", funnel)
@@ -213,8 +215,14 @@ def stage_keys(domain: str, settings: dict[str, Any], synth: Any) -> dict[str, s
 
 
 def is_current(work: DomainWork, stage: Stage) -> bool:
-    """The stage's artifact exists under its key (and, for export, the public files are intact)."""
+    """The stage's artifact exists under its key with every file as recorded (and, for export, the
+    public files are intact). A damaged artifact is said in one line: it is recomputed."""
     key = work.keys[stage.name]
     if not work.store.has(stage.name, key):
+        return False
+    damage = work.store.damage(stage.name, key)
+    if damage:
+        progress.emit(work.name, "notice", message=f"{stage.name} artifact failed its digest check ({damage}); "
+                                                   "recomputing")
         return False
     return stage.intact is None or stage.intact(work, work.store.path(stage.name, key))

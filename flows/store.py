@@ -4,7 +4,11 @@ An artifact is a folder `OUT/.toolscale/stages/<domain>/<stage>-<key>/`. A stage
 temporary folder beside it that is renamed into place only after the stage returned, so a folder
 under its final name is always complete: a run killed at any moment leaves at worst a temporary
 folder (removed by the next run), and a stage that raised leaves nothing (failures are never
-cached). `meta.json` in each artifact records the stage, its key and the seconds it took.
+cached). `meta.json` in each artifact records the stage, its key and the seconds it took, and the
+store adds the digest of every file in the artifact (and of meta.json's own fields) when it is
+published: an artifact is trusted only while every file is the one recorded (`damage`), so a file
+changed, cut short or added by hand, or an unreadable meta.json, recomputes the stage instead of
+flowing silently into the outputs.
 
 Files inside an artifact are JSON and JSON Lines, written with the same line format as the
 public exports, so an artifact can be read back without the code that wrote it.
@@ -24,8 +28,11 @@ from pydantic import BaseModel
 
 from toolscale.pipeline.export import dumps_line
 
+from .digests import file_digest, json_digest
+
 STORE_DIR = Path(".toolscale") / "stages"
 META = "meta.json"
+FILES = "files"  # meta.json's record of the artifact's file digests
 FAILED_USAGE = "failed-llm.json"
 Model = TypeVar("Model", bound=BaseModel)
 
@@ -45,6 +52,27 @@ class StageStore:
     def meta(self, stage: str, key: str) -> dict[str, Any]:
         return json.loads((self.path(stage, key) / META).read_text(encoding="utf-8"))
 
+    def damage(self, stage: str, key: str) -> str | None:
+        """Why the artifact under `key` is not the one its stage wrote (e.g. "rows.json changed"),
+        or None when every file, and meta.json, is as recorded."""
+        folder = self.path(stage, key)
+        try:
+            meta = read_json(folder / META)
+        except (OSError, ValueError):
+            return f"{META} unreadable"
+        recorded = meta.get(FILES) if isinstance(meta, dict) else None
+        if not isinstance(recorded, dict) or recorded.pop(META, None) != json_digest(meta):
+            return f"{META} changed"
+        found = _files(folder)
+        for name in sorted(found.keys() | recorded.keys()):
+            if name not in recorded:
+                return f"{name} added"
+            if name not in found:
+                return f"{name} missing"
+            if file_digest(found[name]) != recorded[name]:
+                return f"{name} changed"
+        return None
+
     @contextmanager
     def writing(self, stage: str, key: str) -> Iterator[Path]:
         """A fresh folder to write the artifact in; published under its key only if the block returns."""
@@ -54,6 +82,7 @@ class StageStore:
         tmp.mkdir(parents=True)
         try:
             yield tmp
+            _seal(tmp)
         except BaseException:
             shutil.rmtree(tmp, ignore_errors=True)
             raise
@@ -84,6 +113,21 @@ class StageStore:
     def failed_usage(self) -> dict[str, Any] | None:
         path = self.root / FAILED_USAGE
         return read_json(path) if path.is_file() else None
+
+
+def _seal(folder: Path) -> None:
+    """Record in meta.json the digest of every other file in `folder`, and of the rest of meta.json."""
+    meta = read_json(folder / META) if (folder / META).is_file() else {}
+    meta[FILES] = {name: file_digest(path) for name, path in _files(folder).items()}
+    meta[FILES][META] = json_digest(meta)
+    write_json(folder / META, meta)
+
+
+def _files(folder: Path) -> dict[str, Path]:
+    """An artifact's files but meta.json, by their path inside it."""
+    found = {p.relative_to(folder).as_posix(): p for p in sorted(folder.rglob("*")) if p.is_file()}
+    found.pop(META, None)
+    return found
 
 
 def write_json(path: Path, data: Any, indent: int | None = None) -> None:
