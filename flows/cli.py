@@ -173,7 +173,7 @@ def _execute(config) -> None:
 
         def on_progress(domain: str, stage: str, info: dict) -> None:
             if stage == "notice":  # e.g. a damaged stage artifact that is recomputed
-                console.print(f"[yellow]{domain}:[/yellow] {info['message']}")
+                console.print(f"[yellow]{domain}:[/yellow] {info['message']}", soft_wrap=True)  # one line, unwrapped
                 return
             done = STAGES.index(stage) if stage in STAGES else len(STAGES)
             label = {"done": f"{info.get('accepted', 0):,} accepted", "failed": "[red]failed[/red]"}.get(stage, stage)
