@@ -3,8 +3,10 @@
 Stages are coarse (one Prefect task per stage and domain): Prefect costs 15-25 ms per task run
 here, so per-record tasks would cost more than the work. Each stage's artifact goes to the stage
 store in the run directory under a key computed before anything runs (flows/stages.py), so:
-- a run resumes from the first stage whose artifact is missing or stale, and a stage that failed
-  left nothing behind to trust;
+- a run resumes from the first stage whose artifact is missing, stale or damaged (a file not the one
+  recorded when it was written, said in one line), and a stage that failed left nothing behind to trust;
+- a run of some domains keeps the earlier report's other finished domains (of the same settings),
+  so publishing after it still holds them all;
 - a run with nothing to recompute does not start Prefect at all: it rebuilds the report from the
   stored artifacts and says so (`stages.computed` is 0 in report.json);
 - `refresh` recomputes every stage of the requested domains.
