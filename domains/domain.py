@@ -6,6 +6,8 @@ fix the spec without guessing.
 
 from __future__ import annotations
 
+import keyword
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -13,7 +15,7 @@ from typing import Any
 
 import sqlalchemy as sa
 import yaml
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from .sql import build_metadata
 from .sandbox import ToolCompileError
@@ -26,6 +28,15 @@ BUILTIN_DOMAINS = ("bank", "basketball", "ecommerce", "medicine", "movie", "rail
 
 
 _LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+# Names a table or column cannot have, and why: the exported package makes each table a field of a pydantic
+# `DB` (τ²-bench's environment/db.py adds load, dump, get_*) and each column a field of a pydantic model
+# whose annotations name str, int, float and bool. Soft keywords (`type`, `match`) stay: Python takes them as names.
+RESERVED_NAMES = {
+    **dict.fromkeys(("str", "int", "float", "bool"), "a type the exported data model names"),
+    **dict.fromkeys([*(n for n in dir(BaseModel) if not n.startswith("_")), "load", "dump", "get_json_schema",
+                     "get_hash", "get_statistics"], "an attribute of the exported pydantic models"),
+    **dict.fromkeys(keyword.kwlist, "a Python keyword"),
+}
 
 
 class DomainError(ValueError):
@@ -82,15 +93,57 @@ def parse_spec(text: str, filename: str = "domain.yaml") -> DomainSpec:
     if not isinstance(data, dict):
         raise DomainError(f"{filename}:1: expected a mapping at the top level")
     try:
-        return DomainSpec.model_validate(data)
+        spec = DomainSpec.model_validate(data)
     except ValidationError as exc:
-        tree = yaml.compose(text, Loader=_LOADER)  # only now: line numbers for the message
-        problems = []
-        for err in exc.errors():
-            loc = tuple(p for p in err["loc"] if not (isinstance(p, str) and p.startswith("function-")))
-            field_path = ".".join(str(p) for p in loc) or "(top level)"
-            problems.append(f"{filename}:{_line_of(tree, loc)}: {field_path}: {err['msg']}")
-        raise DomainError("\n".join(problems)) from None
+        problems = [(tuple(p for p in err["loc"] if not (isinstance(p, str) and p.startswith("function-"))),
+                     err["msg"]) for err in exc.errors()]
+    else:
+        problems = _export_problems(spec)
+        if not problems:
+            return spec
+    tree = yaml.compose(text, Loader=_LOADER)  # only now: line numbers for the message
+    raise DomainError("\n".join(f"{filename}:{_line_of(tree, loc)}: {'.'.join(map(str, loc)) or '(top level)'}: {msg}"
+                                 for loc, msg in problems)) from None
+
+
+def _export_problems(spec: DomainSpec) -> list[tuple[tuple[Any, ...], str]]:
+    """(location, reason) for what a valid spec still cannot be built or exported with: reserved or
+    colliding names, a cycle of foreign keys, more rows than populate may make."""
+    problems = list(_name_problems(spec))
+    try:
+        spec.creation_order()
+    except ValueError as exc:
+        return [*problems, (("tables",), str(exc))]
+    size = spec.size_problem()
+    if size is not None:
+        table, reason = size
+        at = [i for i, t in enumerate(spec.tables) if t.name == table]
+        problems.append((("tables", *at), reason))
+    return problems
+
+
+def _name_problems(spec: DomainSpec) -> Iterator[tuple[tuple[Any, ...], str]]:
+    if keyword.iskeyword(spec.name):
+        yield ("name",), f"{spec.name!r} is a Python keyword: its package could not be imported"
+    classes: dict[str, str] = {}
+    indexes: dict[str, str] = {}
+    for i, table in enumerate(spec.tables):
+        if table.name in RESERVED_NAMES:
+            yield ("tables", i, "name"), f"{table.name!r} is {RESERVED_NAMES[table.name]}: the export cannot use it"
+        if table.name.startswith("sqlite_"):
+            yield ("tables", i, "name"), "names starting with sqlite_ are reserved by SQLite"
+        # the exporter's class name for the table (pipeline/tau2.py, _camel): x_1 and x1 both give X1Record
+        camel = "".join(part.capitalize() for part in table.name.split("_"))
+        if classes.setdefault(camel, table.name) != table.name:
+            yield ("tables", i, "name"), (f"tables {classes[camel]!r} and {table.name!r} would both be "
+                                          f"exported as class {camel}Record")
+        for j, col in enumerate(table.columns):
+            at, column = ("tables", i, "columns", j, "name"), f"{table.name}.{col.name}"
+            if col.name in RESERVED_NAMES:
+                yield at, f"{col.name!r} is {RESERVED_NAMES[col.name]}: the export cannot use it"
+            index = f"ix_{table.name}_{col.name}"  # a foreign key's index (sql.py)
+            if col.references and indexes.setdefault(index, column) != column:
+                yield at, f"{indexes[index]} and {column} would both get index {index}"
 
 
 def load_domain_text(spec_text: str, tools_text: str, policy_text: str, origin: str = "<memory>") -> Domain:

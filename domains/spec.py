@@ -7,14 +7,33 @@ a populator or a task synthesizer needs to know about a domain is here and valid
 
 from __future__ import annotations
 
+import math
 import re
 from datetime import date, datetime
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
 
 IDENTIFIER = r"^[a-z][a-z0-9_]*$"
 ColumnType = Literal["string", "integer", "number", "boolean", "date", "datetime"]
+# The most rows populate may make: bank, the largest default domain, makes at most 69,120 in one
+# table and 107,525 in all at --scale 16, the largest scale the README documents.
+MAX_TABLE_ROWS = 250_000
+MAX_DATABASE_ROWS = 1_000_000
+MAX_CANDIDATES = 1_000  # a template's count (the default domains draft at most 42 per intent)
+# Control characters other than tab and newline, and lone surrogates: a NUL breaks SQLite's statements and
+# Python source, and no UTF-8 file can hold a surrogate (descriptions and enum values go into generated code).
+_UNPRINTABLE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff]")
+
+
+def _printable(text: str) -> str:
+    bad = _UNPRINTABLE.search(text)
+    if bad:
+        raise ValueError(f"control character {bad.group()!r} at position {bad.start()}")
+    return text
+
+
+Text = Annotated[str, AfterValidator(_printable)]
 
 
 class _Strict(BaseModel):
@@ -35,6 +54,27 @@ class Generator(_Strict):
     template: str | None = Field(None, description="jinja over the row so far, its refs and locale")
     null_rate: float = Field(0.0, ge=0.0, le=1.0)
 
+    @field_validator("weights")
+    @classmethod
+    def _drawable(cls, weights: list[float] | None) -> list[float] | None:
+        if weights is not None and (not all(math.isfinite(w) and w >= 0 for w in weights) or sum(weights) <= 0):
+            raise ValueError(f"weights must be finite, not negative, and not all zero; got {weights}")
+        return weights
+
+    @field_validator("range")
+    @classmethod
+    def _finite(cls, bounds: tuple[float, float] | None) -> tuple[float, float] | None:
+        if bounds is not None and not all(math.isfinite(b) for b in bounds):
+            raise ValueError(f"range bounds must be finite numbers, got {list(bounds)}")
+        return bounds
+
+    @field_validator("dates")
+    @classmethod
+    def _ordered(cls, dates: tuple[date, date] | None) -> tuple[date, date] | None:
+        if dates is not None and dates[0] > dates[1]:
+            raise ValueError(f"the start {dates[0]} comes after the end {dates[1]}")
+        return dates
+
     @model_validator(mode="after")
     def _one_kind(self) -> Generator:
         kinds = [k for k in ("faker", "choice", "range", "dates", "pattern", "template")
@@ -49,11 +89,11 @@ class Generator(_Strict):
 class Column(_Strict):
     name: str = Field(pattern=IDENTIFIER)
     type: ColumnType
-    description: str = ""
+    description: Text = ""
     primary_key: bool = False
     unique: bool = False
     nullable: bool = False
-    enum: list[str] | None = None
+    enum: list[Text] | None = None
     references: str | None = Field(None, description="'table.column' this column points at")
     gen: Generator | None = None
 
@@ -64,13 +104,19 @@ class Column(_Strict):
             raise ValueError(f"references must be 'table.column', got {value!r}")
         return value
 
+    @model_validator(mode="after")
+    def _key_type(self) -> Column:
+        if self.primary_key and self.type == "boolean":
+            raise ValueError(f"primary key {self.name!r} cannot be boolean: it would hold two rows at most")
+        return self
+
 
 class PerParent(_Strict):
     """Rows are made per row of a parent table: `min`..`max` children each."""
 
     column: str
     min: int = Field(ge=0)
-    max: int = Field(ge=1)
+    max: int = Field(ge=1, le=MAX_TABLE_ROWS)
 
     @model_validator(mode="after")
     def _ordered(self) -> PerParent:
@@ -81,11 +127,11 @@ class PerParent(_Strict):
 
 class Table(_Strict):
     name: str = Field(pattern=IDENTIFIER)
-    description: str = ""
+    description: Text = ""
     columns: list[Column] = Field(min_length=1)
     id_prefix: str | None = Field(None, description="new string keys are prefix + zero-padded counter; "
                                   "without one, inserts must give the key")
-    rows: int = Field(0, ge=0, description="rows to generate (ignored when `per` is set)")
+    rows: int = Field(0, ge=0, le=MAX_TABLE_ROWS, description="rows to generate (ignored when `per` is set)")
     per: PerParent | None = None
     locales: list[str] = Field(default_factory=lambda: ["en_US"])
     data: list[dict[str, Any]] = Field(default_factory=list, description="fixed rows, e.g. reference data")
@@ -108,9 +154,16 @@ class Table(_Strict):
         pks = [c for c in self.columns if c.primary_key]
         if len(pks) != 1:
             raise ValueError(f"table {self.name!r} needs exactly one primary_key column, has {len(pks)}")
-        if self.per is not None and self.per.column not in names:
-            raise ValueError(f"per.column {self.per.column!r} is not a column of {self.name!r}")
+        if self.per is not None:
+            if self.per.column not in names:
+                raise ValueError(f"per.column {self.per.column!r} is not a column of {self.name!r}")
+            parent = (self.column(self.per.column).references or self.name).split(".")[0]
+            if parent == self.name:  # rows made per row of the table itself would never end
+                raise ValueError(f"per.column {self.per.column!r} must reference another table")
         generated = self.rows > 0 or self.per is not None
+        if generated and pks[0].type not in ("string", "integer"):  # populate makes keys 1, 2... or PREFIX000001
+            raise ValueError(f"table {self.name!r} generates rows, so its key needs type string or integer, "
+                             f"not {pks[0].type}")
         for col in self.columns if generated else ():
             if not (col.primary_key or col.references or col.enum or col.gen):
                 raise ValueError(f"column {self.name}.{col.name} needs gen, enum or references")
@@ -134,7 +187,7 @@ class Binding(_Strict):
 class TaskTemplate(_Strict):
     """The offline synthesizer's recipe for one intent: bind rows, derive values, write the task."""
 
-    count: int = Field(30, ge=1, description="candidates to instantiate")
+    count: int = Field(30, ge=1, le=MAX_CANDIDATES, description="candidates to instantiate")
     bind: dict[str, Binding] = Field(min_length=1)
     let: dict[str, str] = Field(default_factory=dict, description="name -> expression, in order")
     reason_for_call: str
@@ -148,7 +201,7 @@ class TaskTemplate(_Strict):
 
 class Intent(_Strict):
     name: str = Field(pattern=IDENTIFIER)
-    description: str
+    description: Text
     kind: Literal["read", "write"]
     anchor_table: str | None = Field(None, description="the table of the record a task of this intent is about")
     tools: list[str] = Field(default_factory=list, description="the tools an agent calls for it, in order")
@@ -191,7 +244,7 @@ class PolicyRule(_Strict):
 
 class DomainSpec(_Strict):
     name: str = Field(pattern=IDENTIFIER)
-    description: str
+    description: Text
     clock: datetime = Field(description="the fixed 'now' every tool sees")
     tables: list[Table] = Field(min_length=1)
     intents: list[Intent] = Field(default_factory=list)
@@ -227,6 +280,52 @@ class DomainSpec(_Strict):
         if len(set(names)) != len(names):
             raise ValueError("duplicate intent names")
         return self
+
+    def referenced_by_fixed_rows(self) -> dict[str, int]:
+        """{table: the highest generated key's ordinal that some fixed row points at}: a table is never
+        scaled down below the rows that fixed data elsewhere refers to ("SUB-000003 belongs to SHP-000050")."""
+        needed: dict[str, int] = {}
+        for table in self.tables:
+            for fixed in table.data:
+                for col in table.columns:
+                    key = fixed.get(col.name)
+                    if not col.references or key is None:
+                        continue
+                    target = self.table(col.references.split(".")[0])
+                    prefix = "" if target.primary_key.type == "integer" else target.id_prefix or ""
+                    digits = str(key)[len(prefix):] if str(key).startswith(prefix) else ""
+                    if re.fullmatch("[0-9]{1,18}", digits):  # a generated key's ordinal, as _TableFiller writes it
+                        needed[target.name] = max(needed.get(target.name, 0), int(digits))
+        return needed
+
+    def _row_bounds(self, scale: float) -> dict[str, float]:
+        """{table: the most rows populate makes in it at `scale`}: its fixed rows and `rows` times `scale` (at
+        least as many as fixed rows elsewhere point at), or `per.max` for each row of its parent table. Floats,
+        only to compare with the ceilings: a huge scale overflows to inf instead of raising."""
+        needed = self.referenced_by_fixed_rows()
+        bounds: dict[str, float] = {}
+        for table in self.creation_order():
+            if table.per is not None:
+                parent = table.column(table.per.column).references.split(".")[0]
+                bounds[table.name] = len(table.data) + bounds[parent] * table.per.max
+            else:
+                bounds[table.name] = max(len(table.data) + table.rows * scale, needed.get(table.name, 0))
+        return bounds
+
+    def size_problem(self, scale: float = 1.0) -> tuple[str | None, str] | None:
+        """(the table, or None for the whole database; why) when populating at `scale` could make more
+        rows than MAX_TABLE_ROWS in a table or MAX_DATABASE_ROWS in all; None when it cannot."""
+        if not (math.isfinite(scale) and scale > 0):
+            return None, f"the scale must be a positive finite number, got {scale}"
+        bounds = self._row_bounds(scale)
+        for name, count in bounds.items():
+            if count > MAX_TABLE_ROWS:
+                return name, (f"table {name!r} would get up to {count:,.0f} rows at scale {scale:g}; "
+                              f"a table holds at most {MAX_TABLE_ROWS:,}")
+        if sum(bounds.values()) > MAX_DATABASE_ROWS:
+            return None, (f"the database would get up to {sum(bounds.values()):,.0f} rows at scale {scale:g}; "
+                          f"a database holds at most {MAX_DATABASE_ROWS:,}")
+        return None
 
     def creation_order(self) -> list[Table]:
         """Tables ordered so that every referenced table comes before the ones pointing at it."""

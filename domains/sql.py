@@ -32,9 +32,8 @@ def build_metadata(spec: DomainSpec) -> sa.MetaData:
             items.append(sa.Column(*args, primary_key=col.primary_key,
                                    nullable=col.nullable and not col.primary_key,
                                    unique=col.unique and not col.primary_key))
-            if col.enum:
-                allowed = ", ".join("'" + v.replace("'", "''") + "'" for v in col.enum)
-                items.append(sa.CheckConstraint(f"{col.name} IN ({allowed})", name=f"ck_{table.name}_{col.name}"))
+            if col.enum:  # an expression, not text: the dialect quotes the name (a column may be called `order`)
+                items.append(sa.CheckConstraint(sa.column(col.name).in_(col.enum), name=f"ck_{table.name}_{col.name}"))
         indexes = sorted((f"ix_{table.name}_{col.name}", col.name) for col in table.columns if col.references)
         sa.Table(table.name, metadata, *items, info={"indexes": indexes})
     return metadata

@@ -8,8 +8,11 @@ from __future__ import annotations
 
 import re
 import json
+import math
 import sys
+import tempfile
 import time
+from collections.abc import Iterable
 from pathlib import Path
 
 import typer
@@ -17,7 +20,7 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from toolscale.domains import DomainError, available_domains
+from toolscale.domains import DomainError, available_domains, builtin_domain
 
 from . import progress
 from .runners import RunnerError, parse_runner
@@ -28,6 +31,7 @@ app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_
                   help="Synthesize verifiable tool-use environments and tasks, quality-gated.")
 console = Console(stderr=True)
 STAGES = STAGE_NAMES
+SEED_RANGE = {"min": -2**63, "max": 2**63 - 1}  # the dataset stores a run's seed as an int64 (pipeline/hf.py)
 LLM_HELP = {
     "base_url": "An OpenAI-compatible endpoint, e.g. http://localhost:8000/v1 (vllm serve); the API key comes "
                 "from TOOLSCALE_LLM_API_KEY or OPENAI_API_KEY.",
@@ -59,6 +63,28 @@ def _domain_list(value: str | None) -> list[str]:
     return names
 
 
+def _check_out(out: Path) -> None:
+    """Exit 2 unless `out` is a folder this process can write in (made here when missing)."""
+    if out.exists() and not out.is_dir():
+        _fail_usage(f"--out {out} is a file, not a folder")
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        tempfile.NamedTemporaryFile(dir=out).close()
+    except OSError as exc:
+        _fail_usage(f"--out {out} cannot be written: {exc.strerror or exc}")
+
+
+def _check_scale(scale: float, offline: Iterable[str] = ()) -> None:
+    """Exit 2 when `scale` is not finite, or when the offline populator would make more rows at that scale
+    than a table or a database may hold in one of the `offline` domains. (An LLM designs its own tables.)"""
+    if not math.isfinite(scale):
+        _fail_usage(f"--scale must be a finite number, got {scale}")
+    for name in offline if scale > 1 else ():  # a spec loads only if it fits at scale 1, so it fits below
+        problem = builtin_domain(name).spec.size_problem(scale)
+        if problem is not None:
+            _fail_usage(f"--scale {scale:g}: {name}: {problem[1]}")
+
+
 def _run_flow(fn, *args):
     """Run a flow; if Prefect's ephemeral server failed to start, reset its database and retry once."""
     try:
@@ -88,7 +114,7 @@ def _summary(report: dict) -> Table:
 @app.command()
 def generate(
     domains: str | None = typer.Option(None, help="Comma-separated domains (default: all built-in)."),
-    seed: int = typer.Option(0, help="Seed: the same seed gives byte-identical tasks."),
+    seed: int = typer.Option(0, **SEED_RANGE, help="Seed: the same seed gives byte-identical tasks."),
     out: Path = typer.Option(Path("output"), help="Output directory."),
     backend: str | None = typer.Option(None, help="Synthesizer backend: offline, or llm (the default "
                                        "when --llm-base-url is given)."),
@@ -109,6 +135,8 @@ def generate(
     reference = _reference(reference_model, reference_base_url, llm_base_url, reference_trials, reference_judge)
     names = _domain_list(domains)
     _check_runner(runner)
+    _check_scale(scale, names if backend == "offline" else [])
+    _check_out(out)
     configure_prefect()
     from .generate import RunConfig  # imports Prefect: after configure_prefect
 
@@ -228,7 +256,8 @@ def _publish(out: Path, refresh: bool = False) -> None:
 @app.command("regenerate-domain")
 def regenerate_domain(
     name: str = typer.Argument(..., help="The domain to rebuild."),
-    seed: int | None = typer.Option(None, help="Seed for this domain (default: the one it was built with)."),
+    seed: int | None = typer.Option(None, **SEED_RANGE,
+                                    help="Seed for this domain (default: the one it was built with)."),
     out: Path = typer.Option(Path("output"), help="An existing output directory."),
     backend: str | None = typer.Option(None, help="Switch the backend: offline or llm (default: as built)."),
     llm_base_url: str | None = typer.Option(None, help=LLM_HELP["base_url"]),
@@ -274,7 +303,7 @@ def new_domain(
     brief: str = typer.Argument(..., help='A one-line description, e.g. "pet grooming salon".'),
     out: Path = typer.Option(Path("output"), help="Output directory (the domain is added to its report)."),
     name: str | None = typer.Option(None, help="The domain's name (default: the brief in snake_case)."),
-    seed: int = typer.Option(0, help="Seed: the same seed and cache give the same domain and tasks."),
+    seed: int = typer.Option(0, **SEED_RANGE, help="Seed: the same seed and cache give the same domain and tasks."),
     scale: float = typer.Option(1.0, min=0.01, help="Multiply rows and tasks."),
     llm_base_url: str | None = typer.Option(None, help=LLM_HELP["base_url"]),
     model: str | None = typer.Option(None, help=LLM_HELP["model"]),
@@ -284,6 +313,8 @@ def new_domain(
     if not llm_base_url or not model:
         _fail_usage("new-domain designs with an LLM: give --llm-base-url URL and --model NAME")
     _, llm = _backend("llm", llm_base_url, model, llm_config)
+    _check_scale(scale)
+    _check_out(out)
     configure_prefect()
     from .new_domain import BriefError, new_domain_config
 

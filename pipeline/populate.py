@@ -115,28 +115,14 @@ class _TableFiller:
         return row
 
 
-def _referenced_by_fixed_rows(spec: DomainSpec) -> dict[str, int]:
-    """{table: the highest generated key's ordinal that some fixed row points at}: a table is never
-    scaled down below the rows that fixed data elsewhere refers to ("SUB-000003 belongs to SHP-000050")."""
-    needed: dict[str, int] = {}
-    for table in spec.tables:
-        for fixed in table.data:
-            for col in table.columns:
-                key = fixed.get(col.name)
-                if not col.references or key is None:
-                    continue
-                target = spec.table(col.references.split(".")[0])
-                prefix = "" if target.primary_key.type == "integer" else target.id_prefix or ""
-                digits = str(key)[len(prefix):] if str(key).startswith(prefix) else ""
-                if digits.isdigit():
-                    needed[target.name] = max(needed.get(target.name, 0), int(digits))
-    return needed
-
-
 def populate(spec: DomainSpec, seed: int, scale: float = 1.0) -> Rows:
     """Rows for every table of `spec`: fixed `data` first, then generated rows (`rows` times
-    `scale`, but at least as many as fixed rows elsewhere point at)."""
-    needed = _referenced_by_fixed_rows(spec)
+    `scale`, but at least as many as fixed rows elsewhere point at). PopulateError, before any row
+    is made, when that could be more rows than a table or a database may hold."""
+    problem = spec.size_problem(scale)
+    if problem is not None:
+        raise PopulateError(f"{spec.name}: {problem[1]}")
+    needed = spec.referenced_by_fixed_rows()
     rows: Rows = {}
     for table in spec.creation_order():
         filler = _TableFiller(spec, table, rows, seed)
