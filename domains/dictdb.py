@@ -17,8 +17,6 @@ SQL-free part of records.py: it may import only those, the standard library and 
 
 from __future__ import annotations
 
-import ast
-import json
 import math
 import re
 import sqlite3
@@ -27,7 +25,8 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from .records import DIGEST_MOD, Clock, RecordStore, row_hash
-from .sandbox import StepBudget, ToolError, compile_tool_module, sandbox_globals
+from .limits import StepBudget, ToolLimitExceeded, bounded_call
+from .sandbox import ToolError, compile_tools, sandbox_globals
 from .spec import DomainSpec, Table
 
 Rows = dict[str, list[dict[str, Any]]]
@@ -212,26 +211,6 @@ class DictRecords(RecordStore):
         return sum(row_hash(t, r) for t, rows in self._rows.items() for r in rows.values()) % DIGEST_MOD
 
 
-def compile_tools(source: str, filename: str = "tools.py") -> tuple[Any, dict[str, str]]:
-    """(code, {tool: "read"|"write"}) for tool source toolkit.build_toolkit has accepted.
-
-    Drops what build_toolkit drops before compiling (decorators, annotations) and compiles under
-    the same sandbox policy.
-    """
-    tree = ast.parse(source, filename=filename)
-    kinds: dict[str, str] = {}
-    for node in tree.body:
-        if isinstance(node, ast.FunctionDef):
-            for deco in node.decorator_list:
-                if isinstance(deco, ast.Call) and isinstance(deco.func, ast.Name) and deco.func.id == "tool":
-                    kinds[node.name] = deco.args[0].value
-            node.decorator_list = []
-            node.returns = None
-            for arg in node.args.args:
-                arg.annotation = None
-    return compile_tool_module(tree, filename), kinds
-
-
 def validate_arguments(name: str, model: type[BaseModel], arguments: Any) -> dict[str, Any]:
     """Arguments coerced by the tool's model; ValueError in toolkit.ToolSpec's words otherwise."""
     try:
@@ -284,7 +263,6 @@ class DictTools:
             args = validate_arguments(name, self._models[name], arguments or {})
         except ValueError as exc:
             return _result(name, error=str(exc), error_type="InvalidArguments")
-        self._budget.reset()
         self.records.journal.clear()
         if self.kinds[name] == "read":
             self.records.read_only = True
@@ -301,9 +279,11 @@ class DictTools:
 
     def _run(self, name: str, args: dict[str, Any]) -> dict[str, Any]:
         try:
-            output = json.loads(json.dumps(self._functions[name](**args)))
+            output = bounded_call(self._budget, self._functions[name], args)
         except ToolError as exc:
             return _result(name, error=str(exc), error_type="ToolError")
+        except ToolLimitExceeded as exc:
+            return _result(name, error=str(exc), error_type=type(exc).__name__)
         except Exception as exc:  # a fault in the tool itself: report it, keep the state
             return _result(name, error=f"{type(exc).__name__}: {exc}", error_type=type(exc).__name__)
         return _result(name, output=output)
@@ -324,4 +304,4 @@ def _result(name: str, output: Any = None, error: str | None = None, error_type:
     return {"name": name, "output": output, "error": error, "error_type": error_type}
 
 
-__all__ = ["DictRecords", "DictTools", "compile_tools", "validate_arguments"]
+__all__ = ["DictRecords", "DictTools", "validate_arguments"]

@@ -9,7 +9,6 @@ in-memory SQLite copies.
 
 from __future__ import annotations
 
-import json
 import sqlite3
 from collections.abc import Iterable
 from pathlib import Path
@@ -21,7 +20,8 @@ from sqlalchemy.pool import StaticPool
 
 from .domain import Domain
 from .records import DIGEST_MOD, Clock, Records, row_hash
-from .sandbox import StepBudget, ToolError, sandbox_globals
+from .limits import StepBudget, ToolLimitExceeded, bounded_call
+from .sandbox import ToolError, sandbox_globals
 from .sql import Statements, create_schema
 
 
@@ -156,7 +156,6 @@ class Environment:
             args = spec.validate_arguments(arguments or {})
         except ValueError as exc:
             return ToolResult(name=name, error=str(exc), error_type="InvalidArguments")
-        self._budget.reset()
         if spec.kind == "read":  # read tools cannot write (Records refuses), so no savepoint is needed
             self._records.read_only = True
             try:
@@ -178,9 +177,11 @@ class Environment:
 
     def _run(self, name: str, args: dict[str, Any]) -> ToolResult:
         try:
-            output = json.loads(json.dumps(self._functions[name](**args)))
+            output = bounded_call(self._budget, self._functions[name], args)
         except ToolError as exc:
             return ToolResult(name=name, error=str(exc), error_type="ToolError")
+        except ToolLimitExceeded as exc:
+            return ToolResult(name=name, error=str(exc), error_type=type(exc).__name__)
         except Exception as exc:  # a fault in the tool itself: report it, keep the state
             return ToolResult(name=name, error=f"{type(exc).__name__}: {exc}", error_type=type(exc).__name__)
         return ToolResult(name=name, output=output)

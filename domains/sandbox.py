@@ -1,26 +1,31 @@
 """Compile a domain's `tools.py` with RestrictedPython, and the guards it runs under.
 
-Tool source is untrusted (an LLM may have written it). It may not import, define classes,
-touch names or attributes that start with `_`, or call open/eval/exec/getattr: those are
-refused at compile time with the file and line. At run time attribute access is limited to
-the record API, the clock and a short list of str/dict/list methods, and every loop draws
-from a step budget, so a tool that never ends is stopped with a clear error.
+Tool source is untrusted (an LLM or a stranger may have written it). `check_tool_module` is the
+one check every copy of tool code passes, in toolscale and in exported packages: at module level
+only functions and literal constants, at most one `@tool("read"|"write")` per function, type
+hints from a short whitelist, literal defaults, no duplicate or reserved names. Then the body may
+not import, define classes, touch names or attributes that start with `_`, use `with`, or call
+open/eval/exec/getattr: all refused at compile time with the file and line. At run time
+attribute reads are limited to the record API, the clock and a short list of str/dict/list
+methods; attributes of anything but the tool's own dicts and lists cannot be written; and
+operators, builtins and methods that can do unbounded work go through limits.Guards.
 """
 
 from __future__ import annotations
 
 import ast
 import builtins
+import keyword
 import operator
 import unicodedata
 from collections.abc import Iterable, Iterator
 from types import CodeType
-from typing import Any
+from typing import Any, Literal
 
 from RestrictedPython import RestrictingNodeTransformer, compile_restricted_exec
 from RestrictedPython.Guards import guarded_unpack_sequence
 
-STEP_BUDGET = 1_000_000
+from .limits import STEP_BUDGET, Guards, StepBudget, StepBudgetExceeded, ToolLimitExceeded  # noqa: F401
 
 
 class ToolError(Exception):
@@ -31,10 +36,6 @@ class ToolCompileError(ValueError):
     """Tool source that breaks the sandbox rules; the message names the file and line."""
 
 
-class StepBudgetExceeded(RuntimeError):
-    """A tool looped past its step budget."""
-
-
 _FORBIDDEN_NODES = {
     ast.Import: "imports are not allowed",
     ast.ImportFrom: "imports are not allowed",
@@ -42,16 +43,37 @@ _FORBIDDEN_NODES = {
     ast.Global: "global statements are not allowed",
     ast.Nonlocal: "nonlocal statements are not allowed",
     ast.AsyncFunctionDef: "async functions are not allowed",
+    ast.AsyncFor: "async loops are not allowed",
+    ast.AsyncWith: "with statements are not allowed",
+    ast.With: "with statements are not allowed",
     ast.Await: "await is not allowed",
     ast.Yield: "generators are not allowed",
     ast.YieldFrom: "generators are not allowed",
 }
 _FORBIDDEN_CALLS = {"open", "eval", "exec", "compile", "getattr", "setattr", "delattr", "vars",
-                    "globals", "locals", "dir", "type", "super", "__import__", "breakpoint", "input"}
+                    "globals", "locals", "dir", "type", "super", "__import__", "breakpoint", "input",
+                    "id", "hash", "repr", "format", "iter", "next", "object", "memoryview", "print"}
+# The exceptions a tool may name in `except`; the limits are BaseExceptions, none of these.
+CATCHABLE = {name: getattr(builtins, name) for name in (
+    "Exception", "ArithmeticError", "LookupError", "ValueError", "TypeError", "KeyError", "IndexError",
+    "ZeroDivisionError")}
+_CHECKED_OPERATORS = {ast.Add: "_add_", ast.Mult: "_mul_", ast.Pow: "_pow_", ast.LShift: "_lshift_",
+                      ast.Mod: "_mod_"}
+# Tool names an exported package's toolkit (τ²-bench's ToolKitBase and ours) already uses.
+RESERVED_TOOL_NAMES = frozenset({
+    "tools", "use_tool", "get_tools", "has_tool", "is_discoverable", "get_discoverable_tools",
+    "has_discoverable_tool", "tool_type", "tool_mutates_state", "get_statistics", "update_db",
+    "get_db_hash", "db", "call", "fork", "state_hash", "tool", "mro"})
+
+
+def _call(name: str, *args: ast.expr) -> ast.Call:
+    return ast.Call(ast.Name(name, ast.Load()), list(args), [])
 
 
 class _ToolPolicy(RestrictingNodeTransformer):
-    """RestrictedPython's policy, no dangerous builtins by name, a step tick in every while loop.
+    """RestrictedPython's policy, plus: no dangerous builtins by name, a step tick in every while
+    loop and function call, checked operators and f-string fields, `*x` through the budget, and
+    exception handlers that name only CATCHABLE exceptions.
 
     Imports, classes and the other _FORBIDDEN_NODES are refused before this policy runs.
     """
@@ -61,16 +83,65 @@ class _ToolPolicy(RestrictingNodeTransformer):
             self.error(node, f"{node.id!r} is not available to tools")
         return super().visit_Name(node)
 
+    def _ticked(self, node: ast.AST, body: list[ast.stmt]) -> None:
+        body.insert(0, ast.copy_location(ast.Expr(_call("_tick_")), node))
+        ast.fix_missing_locations(node)
+
     def visit_While(self, node: ast.While) -> ast.AST:
         node = super().visit_While(node)
-        tick = ast.Expr(ast.Call(ast.Name("_tick_", ast.Load()), [], []))
-        node.body.insert(0, ast.copy_location(tick, node))
-        ast.fix_missing_locations(node)
+        self._ticked(node, node.body)
         return node
+
+    def visit_FunctionDef(self, node: ast.FunctionDef) -> ast.AST:
+        node = super().visit_FunctionDef(node)
+        self._ticked(node, node.body)  # recursion pays a step per call
+        return node
+
+    def visit_Lambda(self, node: ast.Lambda) -> ast.AST:
+        node = super().visit_Lambda(node)
+        node.body = ast.copy_location(ast.BoolOp(ast.Or(), [_call("_tick_"), node.body]), node.body)
+        return ast.fix_missing_locations(node)
+
+    def visit_BinOp(self, node: ast.BinOp) -> ast.AST:
+        node = super().visit_BinOp(node)
+        guard = _CHECKED_OPERATORS.get(type(node.op))
+        if guard is None:
+            return node
+        return ast.fix_missing_locations(ast.copy_location(_call(guard, node.left, node.right), node))
+
+    def visit_FormattedValue(self, node: ast.FormattedValue) -> ast.AST:
+        node = super().visit_FormattedValue(node)
+        spec = node.format_spec if node.format_spec is not None else ast.Constant("")
+        node.value = ast.copy_location(_call("_format_", node.value, ast.Constant(node.conversion), spec), node)
+        node.conversion, node.format_spec = -1, None
+        return ast.fix_missing_locations(node)
+
+    def visit_Starred(self, node: ast.Starred) -> ast.AST:
+        node = super().visit_Starred(node)
+        if isinstance(node.ctx, ast.Load):
+            node.value = ast.copy_location(_call("_getiter_", node.value), node.value)
+            ast.fix_missing_locations(node)
+        return node
+
+    def visit_Try(self, node: ast.Try) -> ast.AST:
+        for stmt in node.finalbody:
+            for inner in ast.walk(stmt):
+                if isinstance(inner, (ast.Return, ast.Break, ast.Continue)):
+                    self.error(inner, "return, break and continue are not allowed in finally (they swallow errors)")
+        return super().visit_Try(node)
+
+    def visit_ExceptHandler(self, node: ast.ExceptHandler) -> ast.AST:
+        if node.type is None:  # a bare except catches what `except Exception` catches: not the limits
+            node.type = ast.copy_location(ast.Name("Exception", ast.Load()), node)
+        names = node.type.elts if isinstance(node.type, ast.Tuple) else [node.type]
+        for name in names:
+            if not (isinstance(name, ast.Name) and (name.id in CATCHABLE or name.id == "ToolError")):
+                self.error(node, f"except may name only ToolError or {', '.join(CATCHABLE)}")
+        return super().visit_ExceptHandler(node)
 
 
 def compile_tool_module(tree: ast.Module, filename: str) -> CodeType:
-    """Compile a parsed tools module under the policy; raise ToolCompileError naming each line."""
+    """Compile a checked tools module under the policy; raise ToolCompileError naming each line."""
     for node in ast.walk(tree):
         reason = _FORBIDDEN_NODES.get(type(node))
         if reason:
@@ -81,33 +152,149 @@ def compile_tool_module(tree: ast.Module, filename: str) -> CodeType:
     return result.code
 
 
-class StepBudget:
-    def __init__(self) -> None:
-        self.left = STEP_BUDGET
-
-    def reset(self) -> None:
-        self.left = STEP_BUDGET
-
-    def tick(self) -> None:
-        self.left -= 1
-        if self.left < 0:
-            raise StepBudgetExceeded(f"tool exceeded its budget of {STEP_BUDGET:,} loop steps")
-
-    def iterate(self, iterable: Iterable[Any]) -> Iterator[Any]:
-        """Iterate, paying one step per item: up front when the length is known (C speed)."""
-        if isinstance(iterable, (list, tuple, dict, str, set, frozenset, range)):
-            self.left -= len(iterable)
-            if self.left < 0:
-                raise StepBudgetExceeded(f"tool exceeded its budget of {STEP_BUDGET:,} loop steps")
-            return iter(iterable)
-        return self._counted(iterable)
-
-    def _counted(self, iterable: Iterable[Any]) -> Iterator[Any]:
-        for item in iterable:
-            self.tick()
-            yield item
+# the tool module's structure --------------------------------------------------------------
+_HINT_TYPES = {"str": str, "int": int, "float": float, "bool": bool}
+_RETURN_TYPES = {**_HINT_TYPES, "dict": dict, "list": list}
+ToolKind = Literal["read", "write"]
 
 
+def _literal(node: ast.expr, where: str) -> Any:
+    """A literal constant's value; ToolCompileError for anything else (and for inf and NaN, which
+    have no literal form to write back)."""
+    try:
+        value = ast.literal_eval(node)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        value = None
+    else:
+        if "inf" not in repr(value) and "nan" not in repr(value):
+            return value
+    raise ToolCompileError(f"{where}: {ast.unparse(node)[:80]!r} is not a literal constant")
+
+
+def hint_type(node: ast.expr | None, where: str, returns: bool = False) -> Any:
+    """The Python type a whitelisted hint names: str, int, float, bool, list[...], Literal[...] and
+    X | None for parameters; also dict, list and None for return hints. ToolCompileError otherwise."""
+    if node is None:
+        raise ToolCompileError(f"{where}: every tool parameter needs a type hint")
+    names = _RETURN_TYPES if returns else _HINT_TYPES
+    if isinstance(node, ast.Name) and node.id in names:
+        return names[node.id]
+    if returns and isinstance(node, ast.Constant) and node.value is None:
+        return None
+    if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name):
+        if node.value.id == "list":
+            return list[hint_type(node.slice, where)]
+        if node.value.id == "Literal":
+            elts = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
+            values = tuple(_literal(e, where) for e in elts)
+            kinds = {type(v) for v in values}
+            if not values or not (kinds <= {str} or kinds <= {int} or kinds <= {int, float}) \
+                    or any(isinstance(v, str) and len(v) > 200 for v in values):
+                raise ToolCompileError(f"{where}: Literal[...] takes texts or numbers of one kind")
+            return Literal[values]
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitOr) \
+            and isinstance(node.right, ast.Constant) and node.right.value is None:
+        return hint_type(node.left, where, returns) | None
+    raise ToolCompileError(f"{where}: unsupported type hint {ast.unparse(node)[:80]!r} (use str, int, float, bool, list[...], "
+                           "Literal[...] or X | None" + ("; dict or list for a return" if returns else "") + ")")
+
+
+def _tool_kind(fn: ast.FunctionDef, filename: str) -> ToolKind | None:
+    if len(fn.decorator_list) > 1:
+        raise ToolCompileError(f"{filename}:{fn.lineno}: {fn.name!r} has more than one decorator")
+    for deco in fn.decorator_list:
+        if (isinstance(deco, ast.Call) and isinstance(deco.func, ast.Name) and deco.func.id == "tool"
+                and len(deco.args) == 1 and isinstance(deco.args[0], ast.Constant)
+                and deco.args[0].value in ("read", "write") and not deco.keywords):
+            return deco.args[0].value
+        raise ToolCompileError(f"{filename}:{deco.lineno}: the only decorator allowed is "
+                               '@tool("read") or @tool("write")')
+    return None
+
+
+def _check_function(fn: ast.FunctionDef, kind: ToolKind | None, filename: str) -> None:
+    where = f"{filename}:{fn.lineno}: {'tool' if kind else 'function'} {fn.name!r}"
+    args = fn.args
+    if kind and (args.vararg or args.kwarg or args.posonlyargs or args.kwonlyargs):
+        raise ToolCompileError(f"{where}: only plain named parameters are allowed")
+    if kind and fn.name in RESERVED_TOOL_NAMES:
+        raise ToolCompileError(f"{where}: the name is taken by the toolkit of an exported package")
+    for arg in [*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg]:
+        if arg is None:
+            continue
+        if arg.arg == "self" or keyword.iskeyword(arg.arg):
+            raise ToolCompileError(f"{where}: a parameter may not be named {arg.arg!r}")
+        if arg.annotation is not None or kind:
+            hint_type(arg.annotation, f"{where}, parameter {arg.arg!r}")
+    if fn.returns is not None:
+        hint_type(fn.returns, f"{where}, return hint", returns=True)
+    for default in [*args.defaults, *(d for d in args.kw_defaults if d is not None)]:
+        _literal(default, f"{where}, a default")  # evaluated when the module runs: constants only
+
+
+def check_tool_module(tree: ast.Module, filename: str = "tools.py", keep_hints: bool = False) -> dict[str, ToolKind]:
+    """Check a parsed tools module's structure and hints and return {tool name: "read" | "write"}
+    in source order; then strip what the runtime does not run (decorators and hints), unless
+    `keep_hints` (the caller reads them, then calls strip_hints)."""
+    kinds: dict[str, ToolKind] = {}
+    seen: dict[str, int] = {}
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef):
+            kind = _tool_kind(node, filename)
+            _check_function(node, kind, filename)
+            if kind is not None:
+                kinds[node.name] = kind
+            names = [node.name]
+        elif isinstance(node, ast.Assign) and all(isinstance(t, ast.Name) for t in node.targets):
+            _literal(node.value, f"{filename}:{node.lineno}: module-level values must be constants;")
+            names = [t.id for t in node.targets]
+        elif isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant):
+            continue
+        else:
+            raise ToolCompileError(f"{filename}:{node.lineno}: only functions and constants may appear at "
+                                   "module level")
+        for name in names:
+            if name in seen:
+                raise ToolCompileError(f"{filename}:{node.lineno}: {name!r} is defined twice (first on line "
+                                       f"{seen[name]})")
+            seen[name] = node.lineno
+    if not kinds:
+        raise ToolCompileError(f"{filename}: defines no @tool functions")
+    if not keep_hints:
+        strip_hints(tree)
+    return kinds
+
+
+def strip_hints(tree: ast.Module) -> None:
+    """Drop decorators and type hints: they were checked, and are never run."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef):
+            node.decorator_list = []
+            node.returns = None
+            for arg in [*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs]:
+                arg.annotation = None
+        elif isinstance(node, ast.arg):
+            node.annotation = None
+
+
+def parse_tools(source: str, filename: str = "tools.py") -> ast.Module:
+    try:
+        return ast.parse(source, filename=filename)
+    except SyntaxError as exc:
+        raise ToolCompileError(f"{filename}:{exc.lineno}: {exc.msg}") from None
+    except (ValueError, MemoryError, RecursionError) as exc:  # NUL bytes, nesting too deep
+        raise ToolCompileError(f"{filename}: cannot be parsed ({type(exc).__name__})") from None
+
+
+def compile_tools(source: str, filename: str = "tools.py") -> tuple[CodeType, dict[str, ToolKind]]:
+    """(code, {tool: kind}) for tool source, through every check: what toolscale's loader runs and
+    what an exported package runs at import."""
+    tree = parse_tools(source, filename)
+    kinds = check_tool_module(tree, filename)
+    return compile_tool_module(tree, filename), kinds
+
+
+# run time ---------------------------------------------------------------------------------
 _ALLOWED_METHODS: dict[type, frozenset[str]] = {
     str: frozenset({"lower", "upper", "strip", "lstrip", "rstrip", "startswith", "endswith", "split",
                     "join", "replace", "title", "capitalize", "isdigit", "isalpha", "find", "count",
@@ -116,18 +303,15 @@ _ALLOWED_METHODS: dict[type, frozenset[str]] = {
     list: frozenset({"append", "extend", "index", "count", "sort", "copy", "pop", "insert", "remove"}),
     set: frozenset({"add", "discard", "union", "intersection", "difference"}),
 }
-
-
 _ALLOWED_PAIRS = {(kind, name) for kind, names in _ALLOWED_METHODS.items() for name in names}
+_WRITABLE = (dict, list)
 
 
-def _guarded_getattr(obj: Any, name: str, *default: Any) -> Any:
-    kind = type(obj)
-    if (kind, name) in _ALLOWED_PAIRS:  # the hot path: str/dict/list methods
-        return getattr(obj, name)
-    if not name.startswith("_") and name in getattr(kind, "TOOL_API", ()):
-        return getattr(obj, name)
-    raise AttributeError(f"attribute {name!r} of {kind.__name__} is not available to tools")
+def _guarded_write(obj: Any) -> Any:
+    """`obj.x = ...`, `obj[k] = ...`, `del ...`: only on the tool's own dicts and lists."""
+    if type(obj) in _WRITABLE:
+        return obj
+    raise TypeError(f"tools cannot change a {type(obj).__name__ if not isinstance(obj, type) else 'class'}")
 
 
 def _iter_unpack_sequence(iterable: Iterable[Any], spec: dict[str, Any], getiter: Any) -> Iterator[Any]:
@@ -138,20 +322,8 @@ def _iter_unpack_sequence(iterable: Iterable[Any], spec: dict[str, Any], getiter
         yield item if flat and type(item) is tuple else guarded_unpack_sequence(item, spec, getiter)
 
 
-_INPLACE = {"+=": operator.iadd, "-=": operator.isub, "*=": operator.imul, "/=": operator.itruediv,
-            "//=": operator.ifloordiv, "%=": operator.imod, "|=": operator.ior, "&=": operator.iand}
-
-
-def _inplace(op: str, target: Any, value: Any) -> Any:
-    if op not in _INPLACE:
-        raise ToolCompileError(f"operator {op} is not available to tools")
-    return _INPLACE[op](target, value)
-
-
 _SAFE_BUILTINS = {name: getattr(builtins, name)
-                  for name in ("abs", "all", "any", "bool", "dict", "enumerate", "filter", "float", "int",
-                               "isinstance", "len", "list", "map", "max", "min", "range", "reversed",
-                               "round", "set", "sorted", "str", "sum", "tuple", "zip")}
+                  for name in ("abs", "bool", "float", "int", "isinstance", "len", "range", "round")}
 
 
 # Letters that Unicode does not decompose into a base letter plus accents.
@@ -177,19 +349,31 @@ _HELPERS = {"digits_of": digits_of, "unaccent": unaccent}
 
 def sandbox_globals(budget: StepBudget, **names: Any) -> dict[str, Any]:
     """The globals a compiled tools module executes in; `names` adds db, clock and friends."""
+    guards = Guards(budget)
+    method, api = guards.method, guards.api
+
+    def guarded_getattr(obj: Any, name: str, *default: Any) -> Any:
+        kind = type(obj)
+        if (kind, name) in _ALLOWED_PAIRS:  # the hot path: str/dict/list methods
+            return method(obj, name)
+        if not name.startswith("_") and name in getattr(kind, "TOOL_API", ()):
+            return api(getattr(obj, name))
+        raise AttributeError(f"attribute {name!r} of {kind.__name__} is not available to tools")
+
     return {
-        "__builtins__": {**_SAFE_BUILTINS, **_HELPERS},
+        "__builtins__": {**_SAFE_BUILTINS, **guards.builtins(), **CATCHABLE, **_HELPERS},
         "__name__": "tools",
-        "_getattr_": _guarded_getattr,
+        "_getattr_": guarded_getattr,
         "_getitem_": operator.getitem,
-        "_write_": lambda obj: obj,
+        "_write_": _guarded_write,
         "_getiter_": budget.iterate,
         "_iter_unpack_sequence_": _iter_unpack_sequence,
         "_unpack_sequence_": guarded_unpack_sequence,
-        "_inplacevar_": _inplace,
+        "_inplacevar_": guards.inplace,
         "_apply_": lambda fn, *args, **kwargs: fn(*args, **kwargs),
         "_tick_": budget.tick,
+        "_add_": guards.add, "_mul_": guards.mul, "_pow_": guards.pow, "_lshift_": guards.lshift,
+        "_mod_": guards.mod, "_format_": guards.format,
         "ToolError": ToolError,
         **names,
     }
-

@@ -10,16 +10,14 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 from types import CodeType
-from typing import Any, Literal
+from typing import Any, Literal, get_args, get_origin
 
 import docstring_parser
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 
-from .sandbox import ToolCompileError, compile_tool_module
+from .sandbox import (ToolCompileError, ToolKind, check_tool_module, compile_tool_module, hint_type, parse_tools,
+                      strip_hints)
 
-ToolKind = Literal["read", "write"]
-_JSON_TYPES = {"str": ("string", str), "int": ("integer", int), "float": ("number", float),
-               "bool": ("boolean", bool)}
 
 
 @dataclass(frozen=True)
@@ -57,40 +55,22 @@ class Toolkit:
     source: str
 
 
-def _annotation(node: ast.expr | None, where: str) -> tuple[dict[str, Any], Any]:
-    """(JSON schema, python type) for a parameter annotation."""
-    if node is None:
-        raise ToolCompileError(f"{where}: every tool parameter needs a type hint")
-    if isinstance(node, ast.Name) and node.id in _JSON_TYPES:
-        json_type, py_type = _JSON_TYPES[node.id]
-        return {"type": json_type}, py_type
-    if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name):
-        if node.value.id == "list":
-            item_schema, item_type = _annotation(node.slice, where)
-            return {"type": "array", "items": item_schema}, list[item_type]
-        if node.value.id == "Literal":
-            elts = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
-            values = [ast.literal_eval(e) for e in elts]
-            return {"type": "string", "enum": values}, Literal[tuple(values)]
-    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitOr):
-        if isinstance(node.right, ast.Constant) and node.right.value is None:
-            schema, py_type = _annotation(node.left, where)
-            return {"anyOf": [schema, {"type": "null"}]}, py_type | None
-    raise ToolCompileError(f"{where}: unsupported type hint {ast.unparse(node)!r} "
-                           "(use str, int, float, bool, list[...], Literal[...] or X | None)")
+_JSON_TYPES = {str: "string", int: "integer", float: "number", bool: "boolean"}
 
 
-def _tool_kind(fn: ast.FunctionDef, filename: str) -> ToolKind | None:
-    kinds = []
-    for deco in fn.decorator_list:
-        if (isinstance(deco, ast.Call) and isinstance(deco.func, ast.Name) and deco.func.id == "tool"
-                and len(deco.args) == 1 and isinstance(deco.args[0], ast.Constant)
-                and deco.args[0].value in ("read", "write") and not deco.keywords):
-            kinds.append(deco.args[0].value)
-        else:
-            raise ToolCompileError(f"{filename}:{deco.lineno}: the only decorator allowed is "
-                                   '@tool("read") or @tool("write")')
-    return kinds[0] if kinds else None
+def _schema(hint: Any) -> dict[str, Any]:
+    """The JSON schema of a type sandbox.hint_type accepted."""
+    origin, args = get_origin(hint), get_args(hint)
+    if hint in _JSON_TYPES:
+        return {"type": _JSON_TYPES[hint]}
+    if origin is list:
+        return {"type": "array", "items": _schema(args[0])}
+    if origin is Literal:
+        kind = ("string" if all(isinstance(v, str) for v in args)
+                else "integer" if all(isinstance(v, int) for v in args) else "number")
+        return {"type": kind, "enum": list(args)}
+    inner = [a for a in args if a is not type(None)]
+    return {"anyOf": [_schema(inner[0]), {"type": "null"}]}
 
 
 def _spec(fn: ast.FunctionDef, kind: ToolKind, filename: str) -> ToolSpec:
@@ -100,8 +80,6 @@ def _spec(fn: ast.FunctionDef, kind: ToolKind, filename: str) -> ToolSpec:
         raise ToolCompileError(f"{where}: needs a docstring")
     described = {p.arg_name: p.description for p in doc.params}
     args = fn.args
-    if args.vararg or args.kwarg or args.posonlyargs or args.kwonlyargs:
-        raise ToolCompileError(f"{where}: only plain named parameters are allowed")
     defaults = [None] * (len(args.args) - len(args.defaults)) + list(args.defaults)
     properties: dict[str, Any] = {}
     required: list[str] = []
@@ -109,8 +87,8 @@ def _spec(fn: ast.FunctionDef, kind: ToolKind, filename: str) -> ToolSpec:
     for arg, default in zip(args.args, defaults):
         if arg.arg not in described:
             raise ToolCompileError(f"{where}: parameter {arg.arg!r} is not described under Args:")
-        schema, py_type = _annotation(arg.annotation, f"{where}, parameter {arg.arg!r}")
-        properties[arg.arg] = {**schema, "description": described[arg.arg]}
+        py_type = hint_type(arg.annotation, f"{where}, parameter {arg.arg!r}")
+        properties[arg.arg] = {**_schema(py_type), "description": described[arg.arg]}
         if default is None:
             required.append(arg.arg)
             fields[arg.arg] = (py_type, ...)
@@ -127,28 +105,9 @@ def _spec(fn: ast.FunctionDef, kind: ToolKind, filename: str) -> ToolSpec:
 
 def build_toolkit(source: str, filename: str = "tools.py") -> Toolkit:
     """Parse, check and compile tool source. Raises ToolCompileError naming file and line."""
-    try:
-        tree = ast.parse(source, filename=filename)
-    except SyntaxError as exc:
-        raise ToolCompileError(f"{filename}:{exc.lineno}: {exc.msg}") from None
-    specs: dict[str, ToolSpec] = {}
-    for node in tree.body:
-        if isinstance(node, ast.FunctionDef):
-            kind = _tool_kind(node, filename)
-            if kind is not None:
-                specs[node.name] = _spec(node, kind, filename)
-            node.decorator_list = []
-            node.returns = None
-            for arg in node.args.args:
-                arg.annotation = None
-        elif isinstance(node, ast.Assign) and all(isinstance(t, ast.Name) for t in node.targets):
-            try:
-                ast.literal_eval(node.value)
-            except ValueError:
-                raise ToolCompileError(f"{filename}:{node.lineno}: module-level values must be constants") from None
-        elif not (isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)):
-            raise ToolCompileError(f"{filename}:{node.lineno}: only functions and constants may appear at "
-                                   "module level")
-    if not specs:
-        raise ToolCompileError(f"{filename}: defines no @tool functions")
+    tree = parse_tools(source, filename)
+    kinds = check_tool_module(tree, filename, keep_hints=True)
+    specs = {fn.name: _spec(fn, kinds[fn.name], filename)
+             for fn in tree.body if isinstance(fn, ast.FunctionDef) and fn.name in kinds}
+    strip_hints(tree)
     return Toolkit(compile_tool_module(tree, filename), specs, source)

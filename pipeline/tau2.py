@@ -17,7 +17,9 @@ import itertools
 import json
 import re
 import sys
+import typing
 from pathlib import Path
+from typing import Any, Literal
 from string import Template
 
 from toolscale.domains import dictdb
@@ -27,8 +29,9 @@ from .hf import BuiltDomain, PublishError, Run
 from .tau2_templates import TEMPLATES
 
 RUNTIME_ROOT = "dictdb"
-ALLOWED_IMPORTS = {"__future__", "ast", "builtins", "collections", "datetime", "hashlib", "json", "math", "operator",
-                   "re", "sqlite3", "types", "typing", "unicodedata", "pydantic", "RestrictedPython"}
+ALLOWED_IMPORTS = {"__future__", "ast", "builtins", "collections", "ctypes", "datetime", "hashlib", "json", "keyword",
+                   "math", "operator", "os", "re", "sqlite3", "threading", "time", "types", "typing", "unicodedata",
+                   "pydantic", "RestrictedPython"}
 _PY_TYPES = {"string": "str", "date": "str", "datetime": "str", "integer": "int", "number": "float",
              "boolean": "bool"}
 
@@ -133,28 +136,43 @@ def data_model_source(built: BuiltDomain) -> str:
 
 
 def _docstring(text: str, indent: str = "        ") -> str:
-    if '"""' in text or "\\" in text or text.endswith('"'):
+    if '"""' in text or "\\" in text or text.endswith('"') or not all(c.isprintable() for c in text.replace("\n", "")):
         return repr(text)
     body = "\n".join(indent + line if line else "" for line in text.splitlines()).lstrip()
     return f'"""{body}\n{indent}"""' if "\n" in text else f'"""{text}"""'
 
 
+def _hint_text(hint: Any) -> str:
+    """Python source for a type sandbox.hint_type accepted (so only str, int, float, bool, list,
+    Literal of constants and None can appear)."""
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if origin is list:
+        return f"list[{_hint_text(args[0])}]"
+    if origin is Literal:
+        return f"Literal[{', '.join(repr(v) for v in args)}]"
+    if args:  # X | None
+        return f"{_hint_text(next(a for a in args if a is not type(None)))} | None"
+    return hint.__name__
+
+
 def tools_source(built: BuiltDomain) -> str:
-    """tools.py: one method per tool, with the tool's signature and docstring, running the tool."""
+    """tools.py: one method per tool, with the tool's signature and docstring, running the tool.
+
+    Signatures are written from the checked toolkit (its argument models), never copied from the
+    source, so nothing but whitelisted hints and literal defaults reaches plain Python."""
     domain = built.domain
     tree = ast.parse(domain.sources["tools.py"])
     methods, signatures = [], []
     for fn in (n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name in domain.toolkit.specs):
-        names = [a.arg for a in fn.args.args]
-        if "self" in names:
-            raise PublishError(f"{domain.name}: tool {fn.name!r} has a parameter named 'self'")
-        defaults = [None] * (len(fn.args.args) - len(fn.args.defaults)) + list(fn.args.defaults)
-        params = "".join(f", {a.arg}: {ast.unparse(a.annotation)}" + (f" = {ast.unparse(d)}" if d else "")
-                         for a, d in zip(fn.args.args, defaults))
-        returns = f" -> {ast.unparse(fn.returns)}" if fn.returns is not None else ""
-        signatures.append(params + returns)
-        kind = "WRITE" if domain.toolkit.specs[fn.name].kind == "write" else "READ"
-        call = ", ".join([repr(fn.name), *(f"{n}={n}" for n in names)])
+        spec = domain.toolkit.specs[fn.name]
+        fields = spec.args_model.model_fields
+        params = "".join(f", {name}: {_hint_text(field.annotation)}"
+                         + ("" if field.is_required() else f" = {field.default!r}") for name, field in fields.items())
+        returns = (f" -> {fn.returns.id}" if isinstance(fn.returns, ast.Name) and fn.returns.id in ("dict", "list")
+                   else "")
+        signatures.append(params)
+        kind = "WRITE" if spec.kind == "write" else "READ"
+        call = ", ".join([repr(fn.name), *(f"{n}={n}" for n in fields)])
         methods.append(f"    @is_tool(ToolType.{kind})\n    def {fn.name}(self{params}){returns}:\n"
                        f"        {_docstring(ast.get_docstring(fn) or fn.name)}\n"
                        f"        return self._call({call})\n")

@@ -1,0 +1,428 @@
+"""Hostile tool code, as an attacker writes it: each attack must be stopped in toolscale's
+Environment and in the exported package's runtime (dictdb.DictTools, what τ²-bench users import).
+
+"Stopped" means: refused when the domain is loaded (DomainError naming the file), or the call
+ends in an error (a limit, or a fault the sandbox raised) with the database exactly as it was;
+integrity attacks must leave the state and its digest untouched whatever the call returns. The
+red-team report behind these is ../shared/notes/audit-2026-12-01/redteam.md (F1, F3, F4, F5, F9, F10).
+"""
+
+from __future__ import annotations
+
+import textwrap
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from toolscale.domains import DomainError, Environment, ToolCompileError, load_domain_text
+from toolscale.domains.dictdb import DictTools
+
+RUNTIMES = ["environment", "package"]
+LIMITS = {"StepBudgetExceeded", "ToolSizeExceeded", "ToolTimeout", "ToolMemoryExceeded"}
+FAULTS = LIMITS | {"TypeError", "AttributeError", "ValueError", "RecursionError", "PermissionError", "NameError", "ZeroDivisionError"}
+
+
+def probe_source(body: str, kind: str = "read", before: str = "", returns: str = " -> dict",
+                 params: str = "text: str") -> str:
+    return before + f'''
+
+@tool("{kind}")
+def probe({params}){returns}:
+    """Probe the sandbox.
+
+    Args:
+        text: Anything, e.g. "x".
+    """
+''' + textwrap.indent(textwrap.dedent(body).strip("\n"), "    ") + "\n"
+
+
+@dataclass
+class Outcome:
+    result: dict[str, Any]
+    state_changed: bool
+    digest_consistent: bool
+
+    @property
+    def error_type(self) -> str | None:
+        return self.result["error_type"]
+
+
+def attack(runtime: str, library, rows, tools_tail: str, arguments: dict | None = None) -> Outcome:
+    """Load the library domain with `tools_tail` appended to its tools, call `probe` once."""
+    source = library.sources["tools.py"] + tools_tail
+    domain = load_domain_text(library.sources["domain.yaml"], source, library.policy)
+    arguments = {"text": "abc"} if arguments is None else arguments
+    if runtime == "environment":
+        with Environment.from_rows(domain, rows) as env:
+            before, dump = env.state_hash(), env.dump()
+            result = env.call("probe", arguments).model_dump()
+            return Outcome(result, env.dump() != dump or env.state_hash() != before,
+                           env.state_hash() == env.recomputed_state_hash())
+    models = {name: spec.args_model for name, spec in domain.toolkit.specs.items()}
+    tools = DictTools(domain.spec, source, rows, models)
+    before, dump = tools.state_hash(), tools.dump()
+    result = tools.call("probe", arguments)
+    return Outcome(result, tools.dump() != dump or tools.state_hash() != before,
+                   tools.state_hash() == tools.recomputed_state_hash())
+
+
+def assert_stopped(outcome: Outcome, expected: set[str]) -> None:
+    assert outcome.error_type in expected, outcome.result
+    assert not outcome.state_changed
+    assert outcome.digest_consistent
+
+
+# --- resource exhaustion: CPU, memory, time (F3) ------------------------------------------------
+EXHAUSTION = {
+    "sum-range": 'return {"n": sum(range(10**12))}',
+    "all-range": 'return {"n": all(range(1, 10**12))}',
+    "any-genexp": 'return {"n": any(x < 0 for x in range(10**12))}',
+    "max-range": 'return {"n": max(range(10**12))}',
+    "min-range": 'return {"n": min(range(10**12))}',
+    "sorted-range": 'return {"n": len(sorted(range(10**12)))}',
+    "list-range": 'return {"n": len(list(range(10**12)))}',
+    "tuple-range": 'return {"n": len(tuple(range(10**12)))}',
+    "set-range": 'return {"n": len(set(range(10**12)))}',
+    "dict-zip": 'return {"n": len(dict(zip(range(10**12), range(10**12))))}',
+    "listcomp": 'return {"n": len([i for i in range(10**12)])}',
+    "dictcomp": 'return {"n": len({i: i for i in range(10**12)})}',
+    "setcomp": 'return {"n": len({i for i in range(10**12)})}',
+    "genexp-sum": 'return {"n": sum(1 for _ in range(10**12))}',
+    "starred-list": 'return {"n": len([*range(10**12)])}',
+    "starred-call": 'return {"n": max(*range(10**12))}',
+    "join-map": 'return {"n": len(",".join(map(str, range(10**12))))}',
+    "extend-range": 'x = []\nx.extend(range(10**12))\nreturn {}',
+    "enumerate-range": 'return {"n": len(list(enumerate(range(10**12))))}',
+    "filter-range": 'return {"n": len(list(filter(None, range(10**12))))}',
+    "reversed-range": 'return {"n": len(list(reversed(range(10**12))))}',
+    "sorted-key-lambda": 'return {"n": sorted(range(10**6), key=lambda i: -i)[0]}',
+    "while-true": 'n = 0\nwhile True:\n    n += 1\nreturn {}',
+    "for-huge-range": 'total = 0\nfor i in range(10**12):\n    total += i\nreturn {}',
+    "nested-loops": 'n = 0\nfor i in range(1000):\n    for j in range(1000):\n        for k in range(1000):\n'
+                    '            n += 1\nreturn {}',
+    "big-power": 'x = 10 ** (10 ** 7)\nreturn {"n": x > 1}',
+    "big-square": 'x = 3 ** 90000\ny = x * x\nreturn {"n": y > 1}',
+    "big-shift": 'x = 1 << 10 ** 9\nreturn {"n": x > 1}',
+    "inplace-power": 'x = 10\nx **= 10 ** 7\nreturn {}',
+    "inplace-shift": 'x = 1\nx <<= 10 ** 9\nreturn {}',
+    "str-repeat": 'return {"s": "a" * (1500 * 10**6)}',
+    "str-repeat-left": 'return {"s": (1500 * 10**6) * "a"}',
+    "list-repeat": 'return {"n": len([0] * 10**9)}',
+    "tuple-repeat": 'return {"n": len((0,) * 10**9)}',
+    "percent-star-width": 'return {"n": len("%0*d" % (1500 * 10**6, 1))}',
+    "percent-width": 'return {"n": len("%01500000000d" % 1)}',
+    "percent-precision": 'return {"n": len("%.1500000000f" % 1.0)}',
+    "fstring-nested-width": 'n = 1500 * 10**6\nreturn {"n": len(f"{1:>{n}}")}',
+    "fstring-width": 'return {"n": len(f"{1:>1500000000}")}',
+    "fstring-precision": 'return {"n": len(f"{1.0:.1500000000f}")}',
+    "zfill": 'return {"n": len(text.zfill(1500 * 10**6))}',
+    "doubling-add": 's = "ab"\nfor _ in range(64):\n    s = s + s\nreturn {"n": len(s)}',
+    "doubling-inplace": 's = "ab"\nfor _ in range(64):\n    s += s\nreturn {"n": len(s)}',
+    "doubling-fstring": 's = "ab"\nfor _ in range(64):\n    s = f"{s}{s}"\nreturn {"n": len(s)}',
+    "doubling-percent": 's = "ab"\nfor _ in range(64):\n    s = "%s%s" % (s, s)\nreturn {"n": len(s)}',
+    "doubling-join": 's = "ab"\nfor _ in range(64):\n    s = "".join([s, s])\nreturn {"n": len(s)}',
+    "doubling-replace": 's = "ab"\nfor _ in range(64):\n    s = s.replace("a", "aa")\nreturn {"n": len(s)}',
+    "replace-empty": 's = "a" * 10**4\nreturn {"n": len(s.replace("", s))}',
+    "doubling-list": 'x = [0]\nfor _ in range(64):\n    x = x + x\nreturn {"n": len(x)}',
+    "doubling-list-mul": 'x = [0]\nfor _ in range(64):\n    x = x * 2\nreturn {"n": len(x)}',
+    "doubling-extend": 'x = [0]\nfor _ in range(64):\n    x.extend(x)\nreturn {"n": len(x)}',
+    "doubling-inplace-mul": 'x = [0]\nfor _ in range(64):\n    x *= 2\nreturn {"n": len(x)}',
+    "exponential-recursion": 'def grow(n):\n    return grow(n - 1) + grow(n - 1) if n else 1\nreturn {"n": grow(40)}',
+    "recursion-in-except": 'def grow(n):\n    return grow(n - 1) + grow(n - 1) if n else 1\n'
+                           'try:\n    grow(40)\nexcept:\n    grow(40)\nreturn {}',
+    "lambda-recursion": 'f = [None]\nf[0] = lambda n: f[0](n - 1) + f[0](n - 1) if n else 1\nreturn {"n": f[0](40)}',
+    "db-calls-in-loop": 'n = 0\nfor i in range(999000):\n    n += len(db.find("books"))\nreturn {"n": n}',
+    "clock-calls-in-loop": 'n = 0\nfor i in range(999000):\n    n += len(clock.today())\nreturn {"n": n}',
+    "sum-in-loop": 'n = 0\nfor i in range(10**5):\n    n += sum(range(10**6))\nreturn {"n": n}',
+    "huge-output": 'return {"s": "x" * (300 * 10**6)}',
+    "big-output": 'return {"rows": ["x" * 10**5] * 20}',
+}
+# Work the steps cannot see (C code over big objects): the wall-clock and memory watchdog.
+BACKSTOPS = {
+    "contains-in-loop": 'x = [0] * 10**5\nn = 0\nfor i in range(900000):\n    n += (i + 1) in x\nreturn {"n": n}',
+    "memory-growth": 'big = "a" * 10**7\nkeep = []\nfor i in range(10**5):\n    keep.append(big.lower())\n'
+                     'return {"n": len(keep)}',
+}
+
+
+@pytest.mark.parametrize("runtime", RUNTIMES)
+@pytest.mark.parametrize("name", sorted(EXHAUSTION))
+def test_resource_exhaustion_is_stopped(runtime, name, library, library_rows):
+    assert_stopped(attack(runtime, library, library_rows, probe_source(EXHAUSTION[name])), LIMITS)
+
+
+@pytest.mark.parametrize("runtime", RUNTIMES)
+@pytest.mark.parametrize("name", sorted(BACKSTOPS))
+def test_work_the_step_budget_cannot_see_is_stopped_by_the_watchdog(runtime, name, library, library_rows):
+    expected = {"contains-in-loop": {"ToolTimeout"}, "memory-growth": {"ToolMemoryExceeded", "ToolTimeout"}}[name]
+    assert_stopped(attack(runtime, library, library_rows, probe_source(BACKSTOPS[name])), expected)
+
+
+# --- a limit cannot be caught by the tool's own code -------------------------------------------
+SWALLOWING = {
+    "bare-except": 'try:\n    while True:\n        pass\nexcept:\n    pass\nreturn {"ok": True}',
+    "except-exception": 'try:\n    while True:\n        pass\nexcept Exception:\n    pass\nreturn {"ok": True}',
+    "except-tuple": 'try:\n    while True:\n        pass\nexcept (ToolError, ValueError, Exception):\n    pass\n'
+                    'return {"ok": True}',
+    "except-three-times": 'for i in range(3):\n    try:\n        while True:\n            pass\n    except:\n'
+                          '        pass\nreturn {"ok": True}',
+    "finally-keeps-going": 'try:\n    while True:\n        pass\nfinally:\n    x = 1\nreturn {"ok": True}',
+    "size-error-caught": 'try:\n    s = "a" * 10**10\nexcept:\n    pass\nreturn {"ok": True}',
+    "recursion-then-loop": 'def deep(n):\n    return deep(n + 1)\ntry:\n    deep(0)\nexcept:\n    pass\n'
+                           'while True:\n    pass\nreturn {}',
+    "timeout-caught": 'x = [0] * 10**5\nn = 0\ntry:\n    for i in range(900000):\n        n += (i + 1) in x\n'
+                      'except:\n    pass\nreturn {"ok": True}',
+}
+
+
+@pytest.mark.parametrize("runtime", RUNTIMES)
+@pytest.mark.parametrize("name", sorted(SWALLOWING))
+def test_a_limit_cannot_be_swallowed_by_the_tool(runtime, name, library, library_rows):
+    assert_stopped(attack(runtime, library, library_rows, probe_source(SWALLOWING[name])), LIMITS)
+
+
+# --- the record API, the clock and ToolError are read-only to tools (F4) ---------------------
+INTEGRITY = {
+    "read-only-flag": ("read", 'db.read_only = False\ndb.update("books", "BK-000001", {"copies": 99})\nreturn {}'),
+    "read-only-flag-then-error": ("read", 'db.read_only = False\ndb.update("books", "BK-000001", {"copies": 99})\n'
+                                          'raise ToolError("x")'),
+    "read-tool-writes": ("read", 'db.update("books", "BK-000001", {"copies": 99})\nreturn {}'),
+    "read-tool-write-swallowed": ("read", 'try:\n    db.insert("books", {"title": "T", "copies": 1})\n'
+                                          'except Exception:\n    pass\nreturn {"ok": True}'),
+    "read-tool-delete-swallowed": ("read", 'try:\n    db.delete("books", "BK-000001")\nexcept:\n    pass\n'
+                                           'return {}'),
+    "forge-digest": ("write", 'db.update("books", "BK-000001", {"copies": 99})\ndb.digest = 0\nreturn {}'),
+    "forge-next-keys": ("write", 'db.next_keys = {"members": -5}\nreturn db.insert("members", '
+                                 '{"name": "X", "email": "x@x.test", "status": "active"})'),
+    "replace-find": ("write", 'db.find = lambda *a, **k: []\nreturn {}'),
+    "replace-get": ("write", 'db.get = lambda *a: {}\nreturn {}'),
+    "delete-method": ("write", 'del db.find\nreturn {}'),
+    "clear-journal": ("write", 'db.update("books", "BK-000001", {"copies": 99})\ndb.journal = []\n'
+                               'raise ToolError("x")'),
+    "tool-api-of-tool-error": ("read", 'ToolError.TOOL_API = ["args", "with_traceback"]\nreturn {}'),
+    "tool-error-instance": ("read", 'e = ToolError("x")\ne.args = ("y",)\nreturn {}'),
+    "clock-now": ("read", 'clock.now = lambda: "2099-01-01T00:00:00"\nreturn {}'),
+    "clock-api": ("read", 'clock.TOOL_API = ["_now"]\nreturn {}'),
+    "record-api-list": ("read", 'db.TOOL_API = ["dump", "next_key"]\nreturn {}'),
+    "function-attribute": ("read", 'probe.x = 1\nreturn {}'),
+    "helper-attribute": ("read", 'digits_of.x = 1\nreturn {}'),
+    "builtin-attribute": ("read", 'len.x = 1\nreturn {}'),
+    "write-then-fault": ("write", 'db.update("books", "BK-000001", {"copies": 99})\nreturn {"x": 1 / 0}'),
+    "write-then-loop": ("write", 'db.update("books", "BK-000001", {"copies": 99})\nwhile True:\n    pass'),
+    "write-then-nan": ("write", 'db.update("books", "BK-000001", {"copies": 99})\nreturn {"x": float("nan")}'),
+    "write-then-huge-output": ("write", 'db.update("books", "BK-000001", {"copies": 99})\n'
+                                        'return {"rows": ["x" * 10**5] * 20}'),
+    "write-then-swallowed-limit": ("write", 'db.update("books", "BK-000001", {"copies": 99})\ntry:\n'
+                                            '    while True:\n        pass\nexcept:\n    pass\nreturn {"ok": 1}'),
+    "insert-then-error": ("write", 'db.insert("books", {"title": "T", "copies": 1})\nraise ToolError("x")'),
+    "dump-is-hidden": ("read", 'return {"rows": db.dump()}'),
+    "next-key-is-hidden": ("read", 'return {"key": db.next_key("books")}'),
+}
+
+
+@pytest.mark.parametrize("runtime", RUNTIMES)
+@pytest.mark.parametrize("name", sorted(INTEGRITY))
+def test_tools_cannot_change_what_they_are_given(runtime, name, library, library_rows):
+    kind, body = INTEGRITY[name]
+    outcome = attack(runtime, library, library_rows, probe_source(body, kind=kind))
+    assert not outcome.state_changed, outcome.result
+    assert outcome.digest_consistent
+    if name != "read-tool-write-swallowed" and name != "read-tool-delete-swallowed":
+        assert outcome.error_type in FAULTS | {"ToolError"}, outcome.result
+
+
+def test_a_tool_error_class_change_cannot_leak_into_other_tools(library, library_rows):
+    attack("environment", library, library_rows, probe_source('ToolError.TOOL_API = ["args"]\nreturn {}'))
+    outcome = attack("environment", library, library_rows,
+                     probe_source('try:\n    raise ToolError("x")\nexcept ToolError as e:\n    return {"a": e.args}'))
+    assert outcome.error_type == "AttributeError"
+
+
+# --- outputs have one canonical form (F9) -----------------------------------------------------
+def test_set_iteration_does_not_depend_on_the_hash_seed(library, library_rows):
+    body = ('names = {"alpha", "beta", "gamma", "delta", "epsilon"}\n'
+            'return {"list": list(names), "loop": [n for n in names], "joined": "-".join(names),'
+            ' "sorted": sorted(names), "zipped": [a for a, b in zip(names, names)]}')
+    for runtime in RUNTIMES:
+        outcome = attack(runtime, library, library_rows, probe_source(body))
+        canonical = ["alpha", "beta", "delta", "epsilon", "gamma"]
+        assert outcome.result["output"] == {"list": canonical, "loop": canonical, "joined": "-".join(canonical),
+                                            "sorted": canonical, "zipped": canonical}
+
+
+TEXT_FORMS = {
+    "str-of-db": 'return {"s": str(db)}',
+    "fstring-of-function": 'return {"s": f"{probe}"}',
+    "fstring-repr-of-function": 'return {"s": f"{probe!r}"}',
+    "percent-of-clock": 'return {"s": "%s" % (clock,)}',
+    "str-of-set": 'return {"s": str({"a", "b", "c"})}',
+    "fstring-of-set": 'return {"s": f"{ {1, 2} }"}',
+    "list-of-functions": 'return {"s": str([probe, len])}',
+    "nan-output": 'return {"x": float("nan")}',
+    "inf-output": 'return {"x": float("inf")}',
+    "set-output": 'return {"x": {1, 2}}',
+    "huge-int-text": 'return {"s": str(10 ** 5000)}',
+    "deep-output": 'x = []\nfor i in range(10**5):\n    x = [x]\nreturn {"x": x}',
+}
+
+
+@pytest.mark.parametrize("runtime", RUNTIMES)
+@pytest.mark.parametrize("name", sorted(TEXT_FORMS))
+def test_outputs_without_a_canonical_form_are_refused(runtime, name, library, library_rows):
+    assert_stopped(attack(runtime, library, library_rows, probe_source(TEXT_FORMS[name])), FAULTS)
+
+
+# --- escapes from the restricted body ---------------------------------------------------------
+ESCAPES = {
+    "format-class": 'return {"s": "{0.__class__}".format(text)}',
+    "format-map": 'return {"s": "{x}".format_map({"x": 1})}',
+    "dict-fromkeys": 'return {"d": {}.fromkeys([1])}',
+    "str-maketrans": 'return {"d": text.maketrans("a", "b")}',
+    "records-dump": 'return {"d": db.dump()}',
+    "records-spec": 'return {"d": db.spec}',
+    "records-read-only-read": 'return {"d": db.read_only}',
+    "function-globals-name": 'return {"g": probe.func_globals}',
+    "exception-traceback": 'try:\n    1 / 0\nexcept Exception as e:\n    return {"t": e.with_traceback}',
+    "exception-args": 'try:\n    1 / 0\nexcept Exception as e:\n    return {"t": e.args}',
+    "builtin-self": 'return {"t": len.self}',
+}
+
+
+@pytest.mark.parametrize("runtime", RUNTIMES)
+@pytest.mark.parametrize("name", sorted(ESCAPES))
+def test_escapes_at_run_time_are_refused(runtime, name, library, library_rows):
+    assert_stopped(attack(runtime, library, library_rows, probe_source(ESCAPES[name])), {"AttributeError"})
+
+
+REFUSED_BODIES = {
+    "dunder-class": 'return {"x": text.__class__}',
+    "dunder-subclasses": 'return {"x": ().__class__.__bases__[0].__subclasses__()}',
+    "dunder-traceback": 'try:\n    1 / 0\nexcept Exception as e:\n    return {"x": e.__traceback__}',
+    "dunder-builtins": 'return {"x": __builtins__}',
+    "gi-frame": 'g = (x for x in [1])\nreturn {"f": g.gi_frame}',
+    "gi-code": 'g = (x for x in [1])\nreturn {"f": g.gi_code}',
+    "dunder-import": 'return {"x": __import__("os")}',
+    "lambda-default-builtins": 'return {"x": (lambda b=__builtins__: b)()}',
+    "import": 'import os\nreturn {}',
+    "from-import": 'from os import path\nreturn {}',
+    "class": 'class A:\n    pass\nreturn {}',
+    "open": 'return {"x": open("/etc/passwd").read()}',
+    "eval": 'return {"x": eval("1")}',
+    "exec": 'exec("x = 1")\nreturn {}',
+    "compile": 'return {"x": compile("1", "f", "eval")}',
+    "getattr": 'return {"x": getattr(text, "upper")()}',
+    "setattr": 'setattr(db, "read_only", False)\nreturn {}',
+    "vars": 'return {"x": vars(db)}',
+    "globals": 'return {"x": globals()}',
+    "type": 'return {"x": type(db)}',
+    "id": 'return {"x": id(db)}',
+    "hash": 'return {"x": hash(text)}',
+    "repr": 'return {"x": repr(db)}',
+    "format-builtin": 'return {"x": format(10**9, ">1000000000")}',
+    "print": 'print(text)\nreturn {}',
+    "iter-next": 'return {"x": next(iter([1]))}',
+    "underscore-attr": 'return {"x": db._cursor}',
+    "underscore-clock": 'return {"x": clock._now}',
+    "underscore-name": '_x = 1\nreturn {}',
+    "with-db": 'with db:\n    pass\nreturn {}',
+    "yield": 'yield 1',
+    "yield-lambda": 'f = lambda: (yield)\nreturn {}',
+    "global": 'global LOAN_DAYS\nLOAN_DAYS = 0\nreturn {}',
+    "nonlocal": 'def f():\n    nonlocal text\nreturn {}',
+    "except-star": 'try:\n    pass\nexcept* ValueError:\n    pass\nreturn {}',
+    "except-base-exception": 'try:\n    pass\nexcept BaseException:\n    pass\nreturn {}',
+    "except-system-exit": 'try:\n    pass\nexcept SystemExit:\n    pass\nreturn {}',
+    "except-tuple-with-base": 'try:\n    pass\nexcept (ValueError, BaseException):\n    pass\nreturn {}',
+    "except-expression": 'try:\n    pass\nexcept [ValueError][0]:\n    pass\nreturn {}',
+    "finally-return": 'try:\n    while True:\n        pass\nfinally:\n    return {"ok": True}',
+    "finally-break": 'for i in range(2):\n    try:\n        while True:\n            pass\n    finally:\n        break\n'
+                     'return {}',
+    "finally-continue": 'for i in range(2):\n    try:\n        pass\n    finally:\n        continue\nreturn {}',
+    "async-def": 'async def f():\n    pass\nreturn {}',
+    "match-class-pattern": 'match text:\n    case str(__class__=c):\n        return {"c": c}\nreturn {}',
+}
+
+
+@pytest.mark.parametrize("name", sorted(REFUSED_BODIES))
+def test_forbidden_bodies_are_refused_at_load(name, library, library_rows):
+    with pytest.raises(DomainError, match="tools.py"):
+        attack("environment", library, library_rows, probe_source(REFUSED_BODIES[name]))
+
+
+# --- tool definitions: every hint, default, decorator and module-level value is checked (F1, F5, F10)
+MARK = "/tmp/toolscale-pwned"
+PAYLOAD = f'__import__("os").system("id > {MARK}")'
+REFUSED_DEFINITIONS = {
+    "return-annotation-payload": probe_source('return {"ok": text}', returns=f" -> {PAYLOAD} or dict"),
+    "return-annotation-string": probe_source('return {"ok": text}', returns=' -> "dict"'),
+    "return-annotation-call": probe_source('return {}', returns=" -> dict(a=1)"),
+    "parameter-annotation-payload": probe_source('return {}', params=f"text: {PAYLOAD} or str"),
+    "parameter-annotation-subscript": probe_source('return {}', params=f"text: list[{PAYLOAD}]"),
+    "literal-payload": probe_source('return {}', params=f"text: Literal[{PAYLOAD}]"),
+    "literal-empty": probe_source('return {}', params="text: Literal[()]"),
+    "literal-mixed": probe_source('return {}', params='text: Literal["a", 1]'),
+    "default-payload": probe_source('return {}', params=f"text: str = {PAYLOAD}"),
+    "default-expression": probe_source('return {}', params='text: str = "a" * 10'),
+    "default-infinite-float": probe_source('return {}', params="text: float = 1e999"),
+    "helper-default-loop": 'def helper(x=sum(range(10**12))):\n    return x\n' + probe_source('return {}'),
+    "helper-default-string": 'def helper(x="a" * (1500 * 10**6)):\n    return x\n' + probe_source('return {}'),
+    "helper-kwonly-default": 'def helper(*, x=sum(range(10**12))):\n    return x\n' + probe_source('return {}'),
+    "helper-annotation-payload": f'def helper(x: {PAYLOAD}):\n    return x\n' + probe_source('return {}'),
+    "helper-return-payload": f'def helper(x) -> {PAYLOAD}:\n    return x\n' + probe_source('return {}'),
+    "decorator-payload": f'@{PAYLOAD}\ndef helper():\n    return 1\n' + probe_source('return {}'),
+    "double-decorator": probe_source('return {}').replace('@tool("read")', '@tool("read")\n@tool("write")'),
+    "decorator-keyword": probe_source('return {}').replace('@tool("read")', '@tool("read", x=1)'),
+    "decorator-variable": 'KIND = "read"\n' + probe_source('return {}').replace('@tool("read")', "@tool(KIND)"),
+    "duplicate-tool": probe_source('return {}') + probe_source('return {"again": 1}'),
+    "tool-shadows-constant": 'probe = 1\n' + probe_source('return {}'),
+    "module-level-loop": 'for i in range(10**12):\n    pass\n' + probe_source('return {}'),
+    "module-level-call": f'X = {PAYLOAD}\n' + probe_source('return {}'),
+    "module-level-expression": 'X = "a" * (1500 * 10**6)\n' + probe_source('return {}'),
+    "module-level-comprehension": 'X = [i for i in range(10**12)]\n' + probe_source('return {}'),
+    "module-level-lambda": 'X = lambda: 1\n' + probe_source('return {}'),
+    "module-level-annotation": f'X: {PAYLOAD} = 1\n' + probe_source('return {}'),
+    "module-level-if": 'if True:\n    X = 1\n' + probe_source('return {}'),
+    "module-level-try": 'try:\n    X = 1\nexcept Exception:\n    pass\n' + probe_source('return {}'),
+    "tool-named-call": probe_source('return {}').replace("def probe(", "def call("),
+    "tool-named-tools": probe_source('return {}').replace("def probe(", "def tools("),
+    "tool-named-use-tool": probe_source('return {}').replace("def probe(", "def use_tool("),
+    "tool-named-db": probe_source('return {}').replace("def probe(", "def db("),
+    "tool-named-update-db": probe_source('return {}').replace("def probe(", "def update_db("),
+    "parameter-named-self": probe_source('return {}', params="self: str, text: str").replace(
+        "text: Anything", 'self: A value, e.g. "x".\n        text: Anything'),
+    "tool-vararg": probe_source('return {}', params="text: str, *rest"),
+    "tool-kwargs": probe_source('return {}', params="text: str, **rest"),
+    "tool-kwonly": probe_source('return {}', params="*, text: str"),
+    "nul-byte": probe_source('return {}') + "\x00\n",
+    "deep-nesting": probe_source("return " + "(" * 5000 + "1" + ")" * 5000),
+}
+
+
+@pytest.mark.parametrize("name", sorted(REFUSED_DEFINITIONS))
+def test_hostile_tool_definitions_are_refused_at_load_and_run_nothing(name, library, library_rows, tmp_path):
+    Path(MARK).unlink(missing_ok=True)
+    with pytest.raises(DomainError, match="tools.py"):
+        attack("environment", library, library_rows, REFUSED_DEFINITIONS[name])
+    source = library.sources["tools.py"] + REFUSED_DEFINITIONS[name]
+    with pytest.raises(ToolCompileError):  # a hand-edited restricted_tools.py in an exported package
+        DictTools(library.spec, source, library_rows, {})
+    assert not Path(MARK).exists()
+
+
+def test_annotations_inside_tool_bodies_never_run(library, library_rows):
+    Path(MARK).unlink(missing_ok=True)
+    body = f'def inner(x: {PAYLOAD}) -> {PAYLOAD}:\n    return x\nreturn {{"ok": inner(1)}}'
+    for runtime in RUNTIMES:
+        outcome = attack(runtime, library, library_rows, probe_source(body))
+        assert outcome.result["output"] == {"ok": 1}
+    assert not Path(MARK).exists()
+
+
+def test_integer_literals_are_published_as_integers(library, library_rows):
+    source = library.sources["tools.py"] + probe_source('return {}', params="text: Literal[1, 2]")
+    domain = load_domain_text(library.sources["domain.yaml"], source, library.policy)
+    assert domain.toolkit.specs["probe"].parameters["properties"]["text"] == {
+        "type": "integer", "enum": [1, 2], "description": 'Anything, e.g. "x".'}
+
