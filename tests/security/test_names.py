@@ -15,7 +15,9 @@ import sqlalchemy as sa
 from toolscale.domains import Environment, load_domain_text
 from toolscale.domains.domain import DomainError, parse_spec
 from toolscale.domains.sql import create_schema
+from toolscale.pipeline.hf import BuiltDomain
 from toolscale.pipeline.populate import populate
+from toolscale.pipeline.tau2 import import_package, write_package
 
 MEMBER_STATUS = "      - {name: status, type: string, enum: [active, blocked], gen: {choice: [active, blocked], " \
                 "weights: [0.8, 0.2]}}\n"
@@ -158,3 +160,19 @@ def test_an_enum_column_named_with_an_sql_keyword_gets_a_working_check(library_s
         conn.execute(members.insert(), {**row, name: "a"})
         with pytest.raises(sa.exc.IntegrityError):
             conn.execute(members.insert(), {**row, "member_id": "MEM-999998", "email": "x@library.test", name: "z"})
+
+
+@pytest.mark.parametrize("name", ["order", "group", "select"])
+def test_the_exported_package_runs_with_an_enum_column_named_with_an_sql_keyword(library_source, tmp_path, name):
+    """Through to τ²-bench's side: the package's data model holds the column and its tools answer as
+    toolscale's Environment does."""
+    text = with_column(library_source["domain.yaml"], f"{{name: {name}, type: string, enum: [a, b]}}")
+    domain = load_domain_text(text, library_source["tools.py"], library_source["policy.md"])
+    rows = populate(domain.spec, 0)
+    email = rows["members"][0]["email"]
+    with Environment.from_rows(domain, rows) as env:
+        expected = env.call("find_member", {"email": email}).output
+        built = BuiltDomain(domain, rows, env.state_hash(), [])
+    package = import_package(write_package(built, tmp_path / "library", {}))
+    assert package.get_environment().tools.use_tool("find_member", email=email) == expected
+    assert expected[name] in ("a", "b")
