@@ -95,14 +95,17 @@ def reuse_publication(out: Path, test_fraction: float = TEST_FRACTION) -> dict[s
     """The summary of the publication in `out` if it is current (made from the same key, and its
     files unchanged since), after putting its statistics back into report.json; else None."""
     out = Path(out)
-    try:
+    try:  # a marker that is missing, unreadable or not as mark_published writes it: publish again
         published = read_json(out / PUBLISHED)
-    except (FileNotFoundError, ValueError):
+        summary, dataset = dict(published["summary"]), published["dataset"]
+        current = published["key"] == publication_key(out, test_fraction) and \
+            published["outputs"] == _outputs_digest(out)
+    except (OSError, ValueError, TypeError, KeyError):
         return None
-    if published.get("key") != publication_key(out, test_fraction) or published.get("outputs") != _outputs_digest(out):
+    if not current:
         return None
-    _record(out, published["dataset"], seconds=0.0)
-    return {**published["summary"], "reused": True}
+    _record(out, dataset, seconds=0.0)
+    return {**summary, "reused": True}
 
 
 def _record(out: Path, dataset: dict[str, Any], seconds: float) -> None:

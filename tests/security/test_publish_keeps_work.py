@@ -124,6 +124,22 @@ def test_an_unreadable_report_says_which_finished_domains_it_leaves_out(run):
                        "settings (generate them with these settings, or use another --out)"]
 
 
+def drop(field: str):
+    return lambda marker: {k: v for k, v in marker.items() if k != field}
+
+
+@pytest.mark.parametrize("edit", [lambda marker: [], drop("summary"), drop("dataset")],
+                         ids=["published-marker-not-an-object", "published-marker-without-summary",
+                              "published-marker-without-dataset"])
+def test_a_damaged_publication_marker_publishes_again(published, run, edit):
+    """OUT/.toolscale/published.json edited by hand: a traceback on 36e9cf1, now a publication."""
+    marker = run.out / ".toolscale" / "published.json"
+    marker.write_text(json.dumps(edit(json.loads(marker.read_text()))))
+    assert reuse_publication(run.out) is None
+    publish(run.out)
+    assert held(run.out) == published[1]
+
+
 def test_a_failed_export_leaves_the_published_tasks_whole(run):
     """k3: the export read its tasks after overwriting OUT/<domain>/tasks.jsonl with them, so a bad
     record left a truncated public file (the file whose presence marks a finished domain)."""
