@@ -256,9 +256,28 @@ def import_package(folder: Path, name: str | None = None):
     return module
 
 
+_PLAIN_HINT_NODES = (ast.Name, ast.Constant, ast.Subscript, ast.Tuple, ast.BinOp, ast.BitOr, ast.Load, ast.UnaryOp,
+                     ast.USub)
+_PLAIN_HINT_NAMES = {"str", "int", "float", "bool", "list", "dict", "Literal", "None"}
+
+
+def check_tools_module(text: str, where: str) -> None:
+    """PublishError unless every hint and default of the package's plain-Python tools.py is a
+    whitelisted name or a constant: what runs when the module is imported, checked once more."""
+    for fn in (n for n in ast.walk(ast.parse(text)) if isinstance(n, ast.FunctionDef)):
+        args = fn.args
+        evaluated = [fn.returns, *args.defaults, *(a.annotation for a in args.args)]  # decorators are ours
+        for node in (n for expr in evaluated if expr is not None for n in ast.walk(expr)):
+            if not isinstance(node, _PLAIN_HINT_NODES) or isinstance(node, ast.Name) and node.id not in _PLAIN_HINT_NAMES:
+                raise PublishError(f"{where}: {fn.name}: {ast.unparse(node)[:80]!r} is not a plain hint or constant")
+
+
 def verify_package(folder: Path, built: BuiltDomain, sample: int = 25) -> None:
-    """Replay `sample` of the domain's tasks (evenly spread) through the written package and check
-    each against the gold replay's outputs and final state hash; PublishError names the first miss."""
+    """Check the written package before anyone imports it: its tools.py holds only plain hints and
+    constants; then replay `sample` of the domain's tasks (evenly spread) through τ²-bench's own
+    tool-call path (`use_tool`) and check each against the gold replay's outputs and final state
+    hash. PublishError names the first miss."""
+    check_tools_module((folder / "tools.py").read_text(encoding="utf-8"), f"tau2/{folder.name}/tools.py")
     module = import_package(folder)
     try:
         base = module.get_environment().tools
@@ -266,9 +285,11 @@ def verify_package(folder: Path, built: BuiltDomain, sample: int = 25) -> None:
         for task in built.tasks[::step][:sample]:
             tools = base.fork()
             for action, expected in zip(task.evaluation_criteria.actions, task.meta.expected_outputs):
-                result = tools.call(action.name, action.arguments)
-                if result["error"] is not None or result["output"] != expected:
-                    answer = result["error"] or result["output"]
+                try:
+                    answer = tools.use_tool(action.name, **action.arguments)
+                except Exception as exc:  # the package's own failure, reported as what it is
+                    answer = f"{type(exc).__name__}: {exc}"
+                if answer != expected:
                     raise PublishError(f"tau2/{folder.name}: task {task.id} action {action.action_id} ({action.name}) "
                                        f"answers differently in the package: {answer!r}"[:500])
             if tools.state_hash() != task.meta.final_state_hash:
