@@ -18,6 +18,8 @@ from toolscale.domains.tasks import GateVerdict, Rejection
 
 from toolscale.domains.matching import leaves, normalize_text, value_key
 
+from .elsewhere import OtherInterpreter
+
 
 @dataclass(frozen=True)
 class Replay:
@@ -90,6 +92,9 @@ class GateContext:
 
 
 class Gate(Protocol):
+    """A per-task check; one may also have `prepare(env, tasks)`, called once before the first
+    check with every task the run will check (to start work that runs alongside)."""
+
     name: str
 
     def check(self, ctx: GateContext) -> GateVerdict: ...
@@ -116,21 +121,39 @@ class ReplayGate:
 
 
 class DeterminismGate:
-    """Two replays on fresh forks (synthesis's and the gate's) give the same outputs and state."""
+    """Replays on fresh forks give the same outputs and state: synthesis's, the gate's, and (once
+    `prepare` has started it) one in a second interpreter with another hash seed."""
 
     name = "determinism"
+
+    def __init__(self) -> None:
+        self._elsewhere: OtherInterpreter | None = None
+
+    def prepare(self, env: Environment, tasks: list[Task]) -> None:
+        self._elsewhere = OtherInterpreter(env, tasks)
 
     def check(self, ctx: GateContext) -> GateVerdict:
         replayed, meta = ctx.first_replay, ctx.task.meta
         if meta.final_state_hash is None:
             return failed("no state was recorded at synthesis")
-        if meta.expected_outputs != replayed.outputs:
-            step = next((i for i, (a, b) in enumerate(zip(meta.expected_outputs, replayed.outputs)) if a != b),
-                        min(len(meta.expected_outputs), len(replayed.outputs)))
-            return failed(f"action {step} returned different outputs on two replays")
-        if meta.final_state_hash != replayed.state_hash:
-            return failed("two replays ended in different states")
-        return passed()
+        verdict = _same(meta.expected_outputs, meta.final_state_hash, replayed.outputs, replayed.state_hash,
+                        "on two replays")
+        if verdict.passed and self._elsewhere is not None:
+            other = self._elsewhere.result(ctx.task)
+            if isinstance(other, str):
+                return failed(other)
+            verdict = _same(meta.expected_outputs, meta.final_state_hash, *other, "in a second interpreter")
+        return verdict
+
+
+def _same(outputs: list[Any], state: str, other_outputs: list[Any], other_state: str, where: str) -> GateVerdict:
+    if outputs != other_outputs:
+        step = next((i for i, (a, b) in enumerate(zip(outputs, other_outputs)) if a != b),
+                    min(len(outputs), len(other_outputs)))
+        return failed(f"action {step} returned different outputs {where}")
+    if state != other_state:
+        return failed(f"the state differs {where}")
+    return passed()
 
 
 class BatchGate(Protocol):
@@ -161,6 +184,10 @@ def run_gates(tasks: Iterable[Task], env: Environment, gates: Sequence[Gate] | N
     """Send each task through the gates in order, stopping at the first that fails; then the batch gates."""
     if gates is None and batch_gates is None:
         gates, batch_gates = default_gates()
+    tasks = list(tasks)
+    for gate in gates or ():
+        if hasattr(gate, "prepare"):
+            gate.prepare(env, tasks)
     passing: list[Task] = []
     verdicts: dict[int, dict[str, GateVerdict]] = {}  # by id(task), until the batch gates are done
     rejected: list[Rejection] = []

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from toolscale.domains import Environment
 from toolscale.pipeline.synthesizer import OfflineSynthesizer
 from toolscale.quality.gates import DeterminismGate, GateContext, ReplayGate, run_gates
 
@@ -64,7 +65,7 @@ def test_determinism_passes_a_sound_task(library_tasks):
 def test_determinism_fails_when_the_recorded_state_is_not_reached(library_tasks):
     env, tasks = library_tasks
     verdict = check(DeterminismGate(), env, with_meta(tasks[0], final_state_hash="0" * 32))
-    assert not verdict.passed and verdict.reason == "two replays ended in different states"
+    assert not verdict.passed and verdict.reason == "the state differs on two replays"
 
 
 def test_determinism_fails_when_recorded_outputs_differ(library_tasks):
@@ -83,3 +84,15 @@ def test_run_gates_keeps_every_rejection_with_gate_and_reason(library_tasks):
     assert accepted[0].meta.gates["replay"].passed and accepted[0].meta.gates["determinism"].passed
     assert len(rejected) == 1 and rejected[0].gate == "replay" and "MEM-999999" in rejected[0].reason
     assert rejected[0].task.meta.gates["replay"].passed is False
+
+
+def test_determinism_compares_with_a_replay_in_a_second_interpreter(library_tasks, library, library_rows):
+    env, tasks = library_tasks
+    gate = DeterminismGate()
+    gate.prepare(env, tasks[:2])
+    assert check(gate, env, tasks[0]).passed and check(gate, env, tasks[1]).passed
+    changed = {**library_rows, "books": [{**b, "title": b["title"] + " (2nd ed.)"} for b in library_rows["books"]]}
+    with Environment.from_rows(library, changed) as elsewhere:  # what a process that sees other data replays
+        gate.prepare(elsewhere, tasks[:1])
+        verdict = check(gate, env, tasks[0])
+    assert not verdict.passed and verdict.reason.endswith("returned different outputs in a second interpreter")
