@@ -365,13 +365,17 @@ class Watchdog:
 
     def enter(self, seconds: float = TIME_LIMIT) -> _Watch:
         watch = _Watch(time.monotonic() + seconds)
+        self._calls[threading.get_ident()] = watch  # one dict store: atomic, no lock needed
+        if not self._wake.is_set():
+            self._start()
+        return watch
+
+    def _start(self) -> None:
         with self._lock:
-            self._calls[threading.get_ident()] = watch
             if self._thread is None or not self._thread.is_alive():
                 self._thread = threading.Thread(target=self._run, name="toolscale-watchdog", daemon=True)
                 self._thread.start()
         self._wake.set()
-        return watch
 
     def leave(self, watch: _Watch) -> None:
         thread_id = threading.get_ident()
@@ -383,13 +387,15 @@ class Watchdog:
 
     def _run(self) -> None:
         while True:
-            if not self._calls:
-                self._wake.clear()
-                self._wake.wait()
             time.sleep(_POLL)
+            if not self._calls:  # idle: sleep until the next call starts
+                self._wake.clear()
+                if not self._calls:
+                    self._wake.wait()
+                continue
             now, rss = time.monotonic(), _resident_bytes()
             with self._lock:
-                for thread_id, watch in self._calls.items():
+                for thread_id, watch in list(self._calls.items()):
                     if watch.fired is not None:
                         continue
                     if rss is not None and watch.rss is None:
@@ -423,7 +429,8 @@ def bounded_call(budget: StepBudget, function: Callable[..., Any], arguments: di
         except BaseException as exc:
             _limit_passed(budget, watch, exc)
             raise
-        _limit_passed(budget, watch, None)
+        if watch.fired is not None or budget.left < 0:
+            _limit_passed(budget, watch, None)
     finally:
         WATCHDOG.leave(watch)
     if len(text) > OUTPUT_LIMIT:

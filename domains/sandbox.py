@@ -351,13 +351,17 @@ def sandbox_globals(budget: StepBudget, **names: Any) -> dict[str, Any]:
     """The globals a compiled tools module executes in; `names` adds db, clock and friends."""
     guards = Guards(budget)
     method, api = guards.method, guards.api
+    apis: dict[tuple[Any, str], Any] = {}  # (db or clock, name) -> its checked method, made once
 
     def guarded_getattr(obj: Any, name: str, *default: Any) -> Any:
         kind = type(obj)
         if (kind, name) in _ALLOWED_PAIRS:  # the hot path: str/dict/list methods
             return method(obj, name)
         if not name.startswith("_") and name in getattr(kind, "TOOL_API", ()):
-            return api(getattr(obj, name))
+            checked = apis.get((obj, name))
+            if checked is None:
+                checked = apis[obj, name] = api(getattr(obj, name))
+            return checked
         raise AttributeError(f"attribute {name!r} of {kind.__name__} is not available to tools")
 
     return {
