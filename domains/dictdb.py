@@ -114,7 +114,7 @@ class DictRecords(RecordStore):
         spec = self._table(table)
         types = {c.name: c.type for c in spec.columns}
         where = dict(where or {})
-        order = order_by.lstrip("-") if order_by else None
+        order, descending = self._ordering(order_by)
         for name in [*where, *([order] if order else [])]:
             if name not in types:
                 raise ToolError(f"table {table!r} has no column {name!r}")
@@ -127,7 +127,7 @@ class DictRecords(RecordStore):
         pk = spec.primary_key.name
         found.sort(key=lambda r: _sort_key(r[pk]))
         if order:
-            found.sort(key=lambda r: _sort_key(r[order]), reverse=order_by.startswith("-"))
+            found.sort(key=lambda r: _sort_key(r[order]), reverse=descending)
         if limit is not None:
             size = max(int(limit), 0)
             found = found[:size] if size else found  # sqlite3's fetchmany(0) returns every row

@@ -121,6 +121,16 @@ class RecordStore:
              limit: int | None = None) -> list[dict[str, Any]]:
         raise NotImplementedError
 
+    @staticmethod
+    def _ordering(order_by: Any) -> tuple[str | None, bool]:
+        """(column, descending) for `order_by` ('col' or '-col'); the caller checks the column."""
+        if order_by is None:
+            return None, False
+        if not isinstance(order_by, str):
+            raise ToolError(f"order_by must be a column name (with '-' before it to descend), got {order_by!r}")
+        descending = order_by.startswith("-")
+        return (order_by[1:] if descending else order_by), descending
+
     def _top_key(self, spec: Table) -> Any:
         """The largest key of `spec`'s table (of those with its id prefix, for text keys), or None."""
         raise NotImplementedError
@@ -266,7 +276,7 @@ class Records(RecordStore):
         self._table(table)
         sa_table = self._sa[table]
         where = dict(where or {})
-        order = order_by.lstrip("-") if order_by else None
+        order, descending = self._ordering(order_by)
         for name in [*where, *([order] if order else [])]:
             if name not in sa_table.c:
                 raise ToolError(f"table {table!r} has no column {name!r}")
@@ -278,11 +288,11 @@ class Records(RecordStore):
             for c in columns:
                 stmt = stmt.where(sa_table.c[c].is_(None) if c in nulls else sa_table.c[c] == sa.bindparam(f"w_{c}"))
             if order:
-                stmt = stmt.order_by(sa_table.c[order].desc() if order_by.startswith("-") else sa_table.c[order])
+                stmt = stmt.order_by(sa_table.c[order].desc() if descending else sa_table.c[order])
             return stmt.order_by(sa_table.primary_key.columns[0])
 
         params = {f"w_{c}": where[c] for c in columns if c not in nulls}
-        cursor = self._execute(("find", table, columns, nulls, order_by), build, params)
+        cursor = self._execute(("find", table, columns, nulls, order, descending), build, params)
         found = cursor.fetchall() if limit is None else cursor.fetchmany(max(int(limit), 0))
         return [self._sql.decode(table, r) for r in found]
 

@@ -53,6 +53,9 @@ def create_schema(metadata: sa.MetaData, conn: sa.Connection) -> None:
 Binder = Callable[[dict[str, Any]], Any]
 
 
+STATEMENT_CACHE_SIZE = 4096
+
+
 class Statements:
     """Compiled SQL for one metadata and dialect, built on first use and shared by forks."""
 
@@ -70,6 +73,11 @@ class Statements:
         if compiled is None:
             stmt = build().compile(dialect=self.dialect)
             compiled = (stmt.string, _binder(stmt.positiontup if self.dialect.positional else None))
+            if len(self._cache) >= STATEMENT_CACHE_SIZE:  # tool code can ask for endless shapes of query
+                try:
+                    del self._cache[next(iter(self._cache))]
+                except (KeyError, RuntimeError, StopIteration):  # another thread's fork got there first
+                    pass
             self._cache[key] = compiled
         return compiled
 

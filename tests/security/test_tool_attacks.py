@@ -426,3 +426,21 @@ def test_integer_literals_are_published_as_integers(library, library_rows):
     assert domain.toolkit.specs["probe"].parameters["properties"]["text"] == {
         "type": "integer", "enum": [1, 2], "description": 'Anything, e.g. "x".'}
 
+
+
+@pytest.mark.parametrize("runtime", RUNTIMES)
+def test_order_by_takes_one_dash_at_most(runtime, library, library_rows):
+    outcome = attack(runtime, library, library_rows, probe_source('return {"rows": db.find("books", order_by="--title")}'))
+    assert_stopped(outcome, {"ToolError"})
+    assert "no column '-title'" in outcome.result["error"]
+
+
+def test_the_statement_cache_stays_bounded_whatever_queries_tools_make(library_env):
+    from toolscale.domains.sql import STATEMENT_CACHE_SIZE
+
+    statements = library_env._statements
+    books = statements.metadata.tables["books"]
+    for i in range(STATEMENT_CACHE_SIZE + 500):  # as many shapes of query as a hostile tool could ask for
+        statements.get(("probe", i), lambda: books.select().limit(i))
+    assert len(statements._cache) == STATEMENT_CACHE_SIZE
+    assert statements.get(("find", "books", (), (), None, False), lambda: books.select())[0].startswith("SELECT")
