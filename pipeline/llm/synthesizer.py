@@ -22,7 +22,7 @@ from typing import Any
 from toolscale.domains import BUILTIN_DOMAINS, Domain, Environment
 from toolscale.domains.tasks import Lineage, Rejection, Task
 
-from ..populate import Rows
+from ..populate import PopulateError, Rows
 from ..templating import derive_seed
 from . import prompts, requests
 from .answers import (DesignAnswer, HardenAnswer, IntentProposal, IntentsAnswer, RowsAnswer, TaskAnswer,
@@ -151,6 +151,9 @@ class LLMSynthesizer:
 
     async def _populate(self, domain: Domain, seed: int) -> Rows:
         spec = domain.spec
+        problem = spec.size_problem(self.options.populate_scale * self.scale)
+        if problem is not None:  # before any request: the offline path's ceilings hold here too
+            raise PopulateError(f"{spec.name}: {problem[1]}")
         rng = random.Random(derive_seed(seed, spec.name, "populate"))
         rows: Rows = {}
         for table in spec.creation_order():

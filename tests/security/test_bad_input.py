@@ -178,3 +178,16 @@ def test_bad_cli_input_exits_2_with_a_one_line_reason(tmp_path, refused, case):
     args = [a.format(file=tmp_path / "afile", run=tmp_path / "run") for a in args]
     said = refused(*args)
     assert any(reason in line for line in said.splitlines()), said
+
+
+@pytest.mark.parametrize("scale", [1e9, 5e4])
+def test_the_llm_path_refuses_a_database_past_the_ceilings_before_any_request(scale):
+    from toolscale.pipeline.llm import LLMConfig, LLMSynthesizer
+    from toolscale.pipeline.synthesizer import OfflineSynthesizer
+
+    domain = OfflineSynthesizer().design("bank")
+    config = LLMConfig(base_url="http://127.0.0.1:9/v1", model="unreachable", timeout_s=1.0)
+    synth = LLMSynthesizer(config, seed=3, scale=scale)
+    with pytest.raises(PopulateError, match="a table holds at most|a database holds at most"):
+        synth.populate(domain, 3)
+    assert synth.report()["stages"] == {}  # nothing was asked
