@@ -5,7 +5,8 @@ The ten built-in domains live in the sub-folders. This package imports nothing e
 
 from .domain import BUILTIN_DOMAINS, Domain, DomainError, available_domains, builtin_domain, load_domain, load_domain_text
 from .environment import Environment, ToolResult, replay
-from .sandbox import StepBudgetExceeded, ToolCompileError, ToolError
+from .limits import StepBudgetExceeded
+from .sandbox import ToolCompileError, ToolError
 from .spec import DomainSpec
 from .tasks import Task
 

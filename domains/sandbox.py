@@ -8,7 +8,7 @@ not import, define classes, touch names or attributes that start with `_`, use `
 open/eval/exec/getattr: all refused at compile time with the file and line. At run time
 attribute reads are limited to the record API, the clock and a short list of str/dict/list
 methods; attributes of anything but the tool's own dicts and lists cannot be written; and
-operators, builtins and methods that can do unbounded work go through limits.Guards.
+operators, builtins and methods that can do unbounded work go through guards.Guards.
 """
 
 from __future__ import annotations
@@ -25,7 +25,8 @@ from typing import Any, Literal
 from RestrictedPython import RestrictingNodeTransformer, compile_restricted_exec
 from RestrictedPython.Guards import guarded_unpack_sequence
 
-from .limits import STEP_BUDGET, Guards, StepBudget, StepBudgetExceeded, ToolLimitExceeded  # noqa: F401
+from .guards import Guards
+from .limits import StepBudget
 
 
 class ToolError(Exception):
