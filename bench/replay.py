@@ -1,26 +1,32 @@
 """Gold-replay throughput and the cost of fork(), on one core.
 
-    python bench/replay.py [--domain bank] [--rounds 5] [--profile]
+    python bench/replay.py [--domain bank] [--rounds 5] [--profile] [--vs OTHER/domains]
 
 Prints medians over rounds: tasks/s and actions/s for "fork + replay every gold action + state
-hash", the cost of one fork(), and of one tool call. With --profile, where the time goes.
+hash", the cost of one fork(), and of one tool call. With --profile, where the time goes. With
+--vs, the `domains/` folder of another checkout (say, main before a change) replays the same tasks
+in the same process, its rounds alternating with these, and the median paired ratio is printed.
 """
 
 from __future__ import annotations
 
 import argparse
 import cProfile
+import importlib
 import os
 import pstats
 import statistics
+import sys
+import tempfile
 import time
+from pathlib import Path
 
 from toolscale.domains import Environment, replay
 from toolscale.pipeline.synthesizer import OfflineSynthesizer
 from toolscale.quality.gates import run_gates
 
 
-def replay_all(env, tasks) -> None:
+def replay_all(env, tasks, replay=replay) -> None:
     for task in tasks:
         with env.fork() as fork:
             results = replay(fork, task.gold_calls())
@@ -28,11 +34,25 @@ def replay_all(env, tasks) -> None:
                 raise SystemExit(f"{task.id} did not replay cleanly")
 
 
+def other_environment(folder: Path, domain, rows):
+    """The same domain and rows in another checkout's domains package (imported under another
+    name: it imports nothing else of toolscale), with that package's replay as `.replay`."""
+    link = Path(tempfile.mkdtemp(prefix="toolscale-bench-")) / "other_domains"
+    link.symlink_to(folder.resolve(), target_is_directory=True)
+    sys.path.insert(0, str(link.parent))
+    package = importlib.import_module("other_domains")
+    loaded = package.load_domain_text(domain.sources["domain.yaml"], domain.sources["tools.py"], domain.policy)
+    env = package.Environment.from_rows(loaded, rows)
+    env.replay = package.replay
+    return env
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--domain", default="bank")
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--profile", action="store_true")
+    parser.add_argument("--vs", type=Path, help="another checkout's domains/ folder to pair rounds with")
     args = parser.parse_args()
     if hasattr(os, "sched_setaffinity"):
         os.sched_setaffinity(0, {sorted(os.sched_getaffinity(0))[0]})  # one core, as the target says
@@ -45,11 +65,21 @@ def main() -> None:
     actions = sum(len(t.evaluation_criteria.actions) for t in tasks)
     print(f"{args.domain}: {sum(map(len, rows.values())):,} rows, {len(tasks)} tasks, {actions} gold actions")
 
-    rounds = []
+    other = other_environment(args.vs, domain, rows) if args.vs else None
+    rounds, other_rounds = [], []
     for _ in range(args.rounds):
+        if other is not None:
+            start = time.perf_counter()
+            replay_all(other, tasks, other.replay)
+            other_rounds.append(time.perf_counter() - start)
         start = time.perf_counter()
         replay_all(env, tasks)
         rounds.append(time.perf_counter() - start)
+    if other_rounds:
+        ratios = [b / a for a, b in zip(rounds, other_rounds)]
+        print(f"vs {args.vs}: {len(tasks) / statistics.median(other_rounds):8.0f} tasks/s there; this / that, "
+              f"median of {len(ratios)} paired rounds: {statistics.median(ratios):.3f} "
+              f"(min {min(ratios):.3f}, max {max(ratios):.3f})")
     median = statistics.median(rounds)
     print(f"replay:  {len(tasks) / median:8.0f} tasks/s  {actions / median:8.0f} actions/s  "
           f"(median of {args.rounds} rounds, {median * 1000:.0f} ms per round)")

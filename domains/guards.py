@@ -13,7 +13,7 @@ from typing import Any
 
 from .limits import UNORDERED, StepBudget, ToolSizeExceeded
 
-API_CALL_STEPS = 100           # a call into the record API or the clock (plus a step per row it returns)
+API_CALL_STEPS = 100           # reaching for the record API or the clock (each call does)
 MAX_INT_BITS = 100_000         # about 30,000 digits
 MAX_FORMAT_WIDTH = 10_000      # a width or precision in an f-string or %-format
 _SEQUENCES = frozenset({str, list, tuple, bytes})
@@ -178,24 +178,11 @@ class Guards:
             return isinstance(value, kind)
         return {**checked, "isinstance": checked_isinstance}
 
-    def api(self, bound: Callable[..., Any]) -> Callable[..., Any]:
-        """A record API or clock method that pays for the call and for each row it returns."""
-        charge = self.budget.charge
-
-        def checked(*args: Any, **kwargs: Any) -> Any:
-            charge(API_CALL_STEPS)
-            result = bound(*args, **kwargs)
-            if type(result) is list:
-                charge(len(result))
-            return result
-        return checked
-
     # methods that consume iterables or build big strings --------------------------------------
     def method(self, obj: Any, name: str) -> Any:
-        """A bound str/list/dict/set method, checked where it can do unbounded work."""
-        bound = getattr(obj, name)
-        checked = self._METHODS.get(name)
-        return bound if checked is None else (lambda *a, **k: checked(self, obj, bound, *a, **k))
+        """A bound str/list/dict/set method named in CHECKED_METHODS, checked for unbounded work."""
+        bound, checked = getattr(obj, name), self._METHODS[name]
+        return lambda *a, **k: checked(self, obj, bound, *a, **k)
 
     def _join(self, sep: str, bound: Callable[..., str], items: Iterable[Any]) -> str:
         items = list(self.budget.iterate(items))
@@ -229,3 +216,6 @@ class Guards:
     _METHODS = {"join": _join, "replace": _replace, "zfill": _zfill, "split": _split, "extend": _consume,
                 "update": _consume, "union": _consume, "intersection": _consume, "difference": _consume,
                 "sort": _sort}
+
+
+CHECKED_METHODS = frozenset(Guards._METHODS)

@@ -25,7 +25,7 @@ from typing import Any, Literal
 from RestrictedPython import RestrictingNodeTransformer, compile_restricted_exec
 from RestrictedPython.Guards import guarded_unpack_sequence
 
-from .guards import Guards
+from .guards import API_CALL_STEPS, CHECKED_METHODS, Guards
 from .limits import StepBudget
 
 
@@ -351,18 +351,17 @@ _HELPERS = {"digits_of": digits_of, "unaccent": unaccent}
 def sandbox_globals(budget: StepBudget, **names: Any) -> dict[str, Any]:
     """The globals a compiled tools module executes in; `names` adds db, clock and friends."""
     guards = Guards(budget)
-    method, api = guards.method, guards.api
-    apis: dict[tuple[Any, str], Any] = {}  # (db or clock, name) -> its checked method, made once
+    method = guards.method
 
     def guarded_getattr(obj: Any, name: str, *default: Any) -> Any:
         kind = type(obj)
         if (kind, name) in _ALLOWED_PAIRS:  # the hot path: str/dict/list methods
-            return method(obj, name)
+            return method(obj, name) if name in CHECKED_METHODS else getattr(obj, name)
         if not name.startswith("_") and name in getattr(kind, "TOOL_API", ()):
-            checked = apis.get((obj, name))
-            if checked is None:
-                checked = apis[obj, name] = api(getattr(obj, name))
-            return checked
+            budget.left -= API_CALL_STEPS  # paid when the record API or the clock is reached for
+            if budget.left < 0:
+                raise budget.exceeded()
+            return getattr(obj, name)
         raise AttributeError(f"attribute {name!r} of {kind.__name__} is not available to tools")
 
     return {
