@@ -206,8 +206,16 @@ class Guards:
         self.budget.sized(len(text), "str")
         return bound(*args)
 
-    def _consume(self, obj: Any, bound: Callable[..., Any], *others: Any) -> Any:
-        return bound(*(o if type(o) is dict else list(self.budget.iterate(o)) for o in others))
+    def _consume(self, obj: Any, bound: Callable[..., Any], *others: Any, **kwargs: Any) -> Any:
+        """extend / update / union...: each item taken in pays a step (a dict is passed on as it is)."""
+        taken = []
+        for other in others:
+            if type(other) is dict:
+                self.budget.charge(len(other))
+                taken.append(other)
+            else:
+                taken.append(list(self.budget.iterate(other)))
+        return bound(*taken, **kwargs)
 
     def _sort(self, obj: list[Any], bound: Callable[..., None], **kwargs: Any) -> None:
         self.budget.charge(len(obj))

@@ -444,3 +444,13 @@ def test_the_statement_cache_stays_bounded_whatever_queries_tools_make(library_e
         statements.get(("probe", i), lambda: books.select().limit(i))
     assert len(statements._cache) == STATEMENT_CACHE_SIZE
     assert statements.get(("find", "books", (), (), None, False), lambda: books.select())[0].startswith("SELECT")
+
+
+def test_checked_methods_keep_their_ordinary_meaning(library, library_rows):
+    body = ('d = {"a": 1}\nd.update({"b": 2}, c=3)\nd.update([("e", 5)])\ns = {1}\nx = [0]\nx.extend((1, 2))\n'
+            'return {"d": d, "u": sorted(s.union([2], (3,))), "x": x, "j": "-".join(["a", "b"]), '
+            '"r": "aXbX".replace("X", "y", 1), "z": "7".zfill(3), "sp": "a b".split()}')
+    for runtime in RUNTIMES:
+        outcome = attack(runtime, library, library_rows, probe_source(body))
+        assert outcome.result["output"] == {"d": {"a": 1, "b": 2, "c": 3, "e": 5}, "u": [1, 2, 3], "x": [0, 1, 2],
+                                            "j": "a-b", "r": "aybX", "z": "007", "sp": ["a", "b"]}, outcome.result
