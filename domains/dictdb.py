@@ -25,8 +25,8 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from .records import DIGEST_MOD, Clock, RecordStore, row_hash
-from .limits import StepBudget, ToolLimitExceeded, bounded_call
-from .sandbox import ToolError, compile_tools, sandbox_globals
+from .limits import StepBudget, run_tool
+from .sandbox import ToolError, compile_tools, run_module, sandbox_globals
 from .spec import DomainSpec, Table
 
 Rows = dict[str, list[dict[str, Any]]]
@@ -238,7 +238,7 @@ class DictTools:
         self.records = records
         self._budget = StepBudget()
         namespace = sandbox_globals(self._budget, db=records, clock=Clock(self._spec.clock))
-        exec(self._code, namespace)  # compiled under the sandbox policy, see sandbox.py
+        run_module(self._code, namespace)
         self._functions = {name: namespace[name] for name in self.kinds}
 
     def fork(self) -> DictTools:
@@ -278,15 +278,8 @@ class DictTools:
         return result
 
     def _run(self, name: str, args: dict[str, Any]) -> dict[str, Any]:
-        try:
-            output = bounded_call(self._budget, self._functions[name], args)
-        except ToolError as exc:
-            return _result(name, error=str(exc), error_type="ToolError")
-        except ToolLimitExceeded as exc:
-            return _result(name, error=str(exc), error_type=type(exc).__name__)
-        except Exception as exc:  # a fault in the tool itself: report it, keep the state
-            return _result(name, error=f"{type(exc).__name__}: {exc}", error_type=type(exc).__name__)
-        return _result(name, output=output)
+        output, error, error_type = run_tool(self._budget, self._functions[name], args)
+        return _result(name, output=output, error=error, error_type=error_type)
 
     def dump(self) -> Rows:
         return self.records.dump()

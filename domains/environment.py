@@ -20,8 +20,8 @@ from sqlalchemy.pool import StaticPool
 
 from .domain import Domain
 from .records import DIGEST_MOD, Clock, Records, row_hash
-from .limits import StepBudget, ToolLimitExceeded, bounded_call
-from .sandbox import ToolError, sandbox_globals
+from .limits import StepBudget, run_tool
+from .sandbox import ToolError, run_module, sandbox_globals
 from .sql import Statements, create_schema
 
 
@@ -61,7 +61,7 @@ class Environment:
         self._records = Records(domain.spec, statements, connection, digest)
         self._budget = StepBudget()
         namespace = sandbox_globals(self._budget, db=self._records, clock=Clock(domain.spec.clock))
-        exec(domain.toolkit.code, namespace)  # compiled under the sandbox policy, see sandbox.py
+        run_module(domain.toolkit.code, namespace)
         self._functions = {name: namespace[name] for name in domain.toolkit.specs}
         self._snapshot: tuple[int, bytes] | None = None
         self._writes = 0
@@ -176,15 +176,8 @@ class Environment:
         return result
 
     def _run(self, name: str, args: dict[str, Any]) -> ToolResult:
-        try:
-            output = bounded_call(self._budget, self._functions[name], args)
-        except ToolError as exc:
-            return ToolResult(name=name, error=str(exc), error_type="ToolError")
-        except ToolLimitExceeded as exc:
-            return ToolResult(name=name, error=str(exc), error_type=type(exc).__name__)
-        except Exception as exc:  # a fault in the tool itself: report it, keep the state
-            return ToolResult(name=name, error=f"{type(exc).__name__}: {exc}", error_type=type(exc).__name__)
-        return ToolResult(name=name, output=output)
+        output, error, error_type = run_tool(self._budget, self._functions[name], args)
+        return ToolResult(name=name, output=output, error=error, error_type=error_type)
 
     # state ---------------------------------------------------------------------------------
     def state_hash(self) -> str:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import ctypes
 import json
 import os
+import re
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
@@ -24,6 +25,7 @@ STEP_BUDGET = 1_000_000
 SIZE_PER_STEP = 16
 MAX_SIZE = 10_000_000          # elements of one string, list, tuple or dict
 OUTPUT_LIMIT = 1_000_000       # characters of a call's output as JSON
+MESSAGE_LIMIT = 2_000          # characters of an error message
 TIME_LIMIT = 5.0               # seconds of wall-clock time per call
 MEMORY_LIMIT = 512 << 20       # bytes a call may add to the process's resident memory
 _POLL = 0.02                   # how often the watchdog looks, in seconds
@@ -179,15 +181,13 @@ class Watchdog:
             now, rss = time.monotonic(), _resident_bytes()
             with self._lock:
                 for thread_id, watch in list(self._calls.items()):
-                    if watch.fired is not None:
-                        continue
                     if rss is not None and watch.rss is None:
                         watch.rss = rss
-                    if now > watch.deadline:
+                    if watch.fired is None and now > watch.deadline:
                         watch.fired = ToolTimeout
-                    elif rss is not None and rss - watch.rss > MEMORY_LIMIT:
+                    elif watch.fired is None and rss is not None and rss - watch.rss > MEMORY_LIMIT:
                         watch.fired = ToolMemoryExceeded
-                    if watch.fired is not None:
+                    if watch.fired is not None:  # again at every look: a `finally` cannot keep the call going
                         _raise_in(thread_id, watch.fired)
 
 
@@ -208,10 +208,13 @@ def bounded_call(budget: StepBudget, function: Callable[..., Any], arguments: di
     try:
         try:
             output = function(**arguments)
+            _check_output_size(output)
             text = json.dumps(output, allow_nan=False)
         except BaseException as exc:
             _limit_passed(budget, watch, exc)
             raise
+        if watch.fired is None and time.monotonic() > watch.deadline:
+            watch.fired = ToolTimeout  # one long C call: the watchdog could not get in before it returned
         if watch.fired is not None or budget.left < 0:
             _limit_passed(budget, watch, None)
     finally:
@@ -219,6 +222,60 @@ def bounded_call(budget: StepBudget, function: Callable[..., Any], arguments: di
     if len(text) > OUTPUT_LIMIT:
         raise ToolSizeExceeded(f"tool output of {len(text):,} characters is past the limit of {OUTPUT_LIMIT:,}")
     return json.loads(text)
+
+
+def text_size(value: Any, limit: int = MAX_SIZE) -> int:
+    """About how many characters str() or JSON of `value` takes, counted without building it (one
+    string may be in it many times); counting stops past `limit`."""
+    total, pending = 0, [value]
+    while pending and total <= limit:
+        item = pending.pop()
+        kind = type(item)
+        if kind is str:
+            total += len(item) + 2
+        elif kind is list or kind is tuple:
+            total += len(item) + 2
+            pending.extend(item)
+        elif kind is dict:
+            total += 2 * len(item) + 2
+            pending.extend(item.keys())
+            pending.extend(item.values())
+        else:
+            total += item.bit_length() // 3 + 2 if kind is int else 8
+    return total
+
+
+def _check_output_size(output: Any) -> None:
+    """ToolSizeExceeded, before anything is serialized, when the output's JSON would pass OUTPUT_LIMIT."""
+    if text_size(output, OUTPUT_LIMIT) > OUTPUT_LIMIT:
+        raise ToolSizeExceeded(f"tool output is past the limit of {OUTPUT_LIMIT:,} characters")
+
+
+def run_tool(budget: StepBudget, function: Callable[..., Any], arguments: dict[str, Any]) -> tuple[Any, str | None,
+                                                                                                    str | None]:
+    """One tool call as the runtimes report it: (output, None, None), or (None, message, error
+    type) for a ToolError, a limit or a fault in the tool. Nothing the tool raises reaches the
+    host as an exception, and no message costs more than MESSAGE_LIMIT characters to make."""
+    try:
+        return bounded_call(budget, function, arguments), None, None
+    except (ToolLimitExceeded, Exception) as exc:
+        kind = type(exc).__name__
+        text = error_text(exc)
+        return None, text if kind == "ToolError" or isinstance(exc, ToolLimitExceeded) else f"{kind}: {text}", kind
+
+
+_PLAIN_ARGUMENTS = (str, int, float, bool, type(None))
+_ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
+
+
+def error_text(exc: BaseException) -> str:
+    """An exception's message, if its arguments are a few short texts or small numbers (a tool can
+    raise ToolError(db) or ToolError([big] * 10**5)); else a fixed phrase."""
+    plain = len(exc.args) <= 4 and all(
+        type(a) in _PLAIN_ARGUMENTS and (type(a) is not int or a.bit_length() <= 64)
+        and (type(a) is not str or len(a) <= MESSAGE_LIMIT) for a in exc.args)
+    text = str(exc)[:MESSAGE_LIMIT] if plain else "(a message that is not text)"
+    return _ADDRESS.sub("", text)  # a host message naming an object shows where it lives: not the same twice
 
 
 def _limit_passed(budget: StepBudget, watch: _Watch, raised: BaseException | None) -> None:
