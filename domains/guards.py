@@ -11,10 +11,10 @@ import re
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
-from .limits import UNORDERED, StepBudget, ToolSizeExceeded
+from .limits import UNORDERED, StepBudget, ToolSizeExceeded, text_size
 
 API_CALL_STEPS = 100           # reaching for the record API or the clock (each call does)
-MAX_INT_BITS = 100_000         # about 30,000 digits
+MAX_INT_BITS = 4_096           # about 1,200 digits: comparing two stays cheap
 MAX_FORMAT_WIDTH = 10_000      # a width or precision in an f-string or %-format
 _SEQUENCES = frozenset({str, list, tuple, bytes})
 _NUMBERS = frozenset({int, float, bool})
@@ -39,7 +39,10 @@ def check_text_form(value: Any, budget: StepBudget) -> None:
     """Refuse to turn into text what has no stable text form (a function or a record API object
     shows a memory address, a set an order that depends on the hash seed)."""
     kind = type(value)
-    if kind in (str, int, float, bool, type(None), range) or isinstance(value, BaseException):
+    if kind in (str, int, float, bool, type(None), range):
+        return
+    if isinstance(value, BaseException):  # shown as its arguments are
+        check_text_form(value.args, budget)
         return
     if kind in (list, tuple):
         budget.charge(len(value))
@@ -55,6 +58,14 @@ def check_text_form(value: Any, budget: StepBudget) -> None:
     if kind in UNORDERED:
         raise TypeError("a set has no fixed text form in tools: sort it first")
     raise TypeError(f"a {kind.__name__} has no text form in tools")
+
+
+def interruptible(items: Iterator[Any]) -> Iterator[Any]:
+    """`items` as a Python generator, so a C loop that consumes it passes bytecode boundaries,
+    where the watchdog's exception can land (a `for` loop's jump back checks for it; `yield from`
+    does not)."""
+    for item in items:
+        yield item
 
 
 class Guards:
@@ -92,11 +103,17 @@ class Guards:
 
     def mod(self, a: Any, b: Any) -> Any:
         if type(a) is str:  # %-formatting
-            for width, precision in _PERCENT_SPEC.findall(a):
+            if type(b) is dict:
+                raise TypeError("%-formatting with a mapping is not available to tools; use an f-string")
+            specs = _PERCENT_SPEC.findall(a)
+            for width, precision in specs:
                 if "*" in (width, precision):
                     raise ToolSizeExceeded("'*' widths are not available to tools")
                 _check_width(f"{width} {precision}")
             check_text_form(b, self.budget)
+            values = b if type(b) is tuple else (b,)
+            longest = max((len(self.str(v)) for v in values), default=0)
+            self.budget.sized(len(a) + len(specs) * (MAX_FORMAT_WIDTH + longest), "str")
             result = a % b
             self.budget.sized(len(result), "str")
             return result
@@ -133,6 +150,8 @@ class Guards:
     # builtins ------------------------------------------------------------------------------
     def str(self, value: Any = "") -> str:
         check_text_form(value, self.budget)
+        if type(value) in (list, tuple, dict):
+            self.budget.sized(text_size(value), "str")
         text = str(value)
         self.budget.sized(len(text), "str")
         return text
@@ -146,7 +165,7 @@ class Guards:
         if args and type(args[0]) is dict:
             self.budget.charge(len(args[0]))
             return dict(args[0], **kwargs)
-        return dict(*map(self.budget.iterate, args), **kwargs)
+        return dict(*(interruptible(self.budget.iterate(a)) for a in args), **kwargs)
 
     def reversed(self, sequence: Any) -> Iterator[Any]:
         self.budget.charge(len(sequence))
@@ -165,10 +184,29 @@ class Guards:
         def after_function(builtin: Callable[..., Any]) -> Callable[..., Any]:  # map(f, *iterables)
             return lambda function, *iterables: builtin(function, *map(iterate, iterables))
 
+        def hashing(builtin: Callable[..., Any]) -> Callable[..., Any]:
+            # a big set is built item by item from Python, so the watchdog can stop one whose keys collide
+            return lambda *iterables: builtin(*(interruptible(iterate(i)) for i in iterables))
+
+        def keyed(builtin: Callable[..., Any], make: Callable[..., Any]) -> Callable[..., Any]:
+            # a key that is a C method (text.count) would run the whole sort in C, past the watchdog
+            def checked(*args: Any, key: Any = None, **kwargs: Any) -> Any:
+                if key is not None:
+                    kwargs["key"] = lambda item: key(item)
+                return make(*args, **kwargs)
+            return checked
+
+        def finite_float(value: Any = 0.0) -> float:
+            number = float(value)
+            if number != number or number in (float("inf"), float("-inf")):
+                raise ValueError(f"tools work with finite numbers, not {number}")
+            return number
+
         checked = {"all": each(all), "any": each(any), "list": each(list), "tuple": each(tuple),
-                   "set": each(set), "zip": each(zip), "min": extremum(min), "max": extremum(max),
-                   "map": after_function(map), "filter": after_function(filter),
-                   "sorted": lambda iterable, **kwargs: sorted(iterate(iterable), **kwargs),
+                   "set": hashing(set), "zip": each(zip), "min": keyed(min, extremum(min)),
+                   "max": keyed(max, extremum(max)), "map": after_function(map), "filter": after_function(filter),
+                   "sorted": keyed(sorted, lambda iterable, **kwargs: sorted(iterate(iterable), **kwargs)),
+                   "float": finite_float,
                    "enumerate": lambda iterable, start=0: enumerate(iterate(iterable), start),
                    "sum": self.sum, "dict": self.dict, "str": self.str, "reversed": self.reversed}
         kinds = {checked[k.__name__]: k for k in (list, tuple, set, dict, str)}  # what isinstance is asked about

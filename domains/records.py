@@ -48,7 +48,7 @@ def coerce(table: Table, col: Column, value: Any) -> Any:
     elif kind == "number":
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
             raise ToolError(f"{where} must be a finite number, got {value!r}")
-        value = float(value)
+        value = float(value) + 0.0  # -0.0 is stored as 0.0 by SQLite: hash what is stored
     elif not isinstance(value, str):
         raise ToolError(f"{where} must be text, got {value!r}")
     elif kind == "date":

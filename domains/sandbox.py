@@ -17,6 +17,7 @@ import ast
 import builtins
 import keyword
 import operator
+import re
 import unicodedata
 from collections.abc import Iterable, Iterator
 from types import CodeType
@@ -64,7 +65,10 @@ _CHECKED_OPERATORS = {ast.Add: "_add_", ast.Mult: "_mul_", ast.Pow: "_pow_", ast
 RESERVED_TOOL_NAMES = frozenset({
     "tools", "use_tool", "get_tools", "has_tool", "is_discoverable", "get_discoverable_tools",
     "has_discoverable_tool", "tool_type", "tool_mutates_state", "get_statistics", "update_db",
-    "get_db_hash", "db", "call", "fork", "state_hash", "tool", "mro"})
+    "get_db_hash", "db", "call", "fork", "state_hash", "tool", "mro",
+    # names the generated tools.py itself uses
+    "str", "int", "float", "bool", "list", "dict", "is_tool"})
+_TOOL_NAME = re.compile(r"[a-z][a-z0-9_]*")
 
 
 def _call(name: str, *args: ast.expr) -> ast.Call:
@@ -218,8 +222,9 @@ def _check_function(fn: ast.FunctionDef, kind: ToolKind | None, filename: str) -
     args = fn.args
     if kind and (args.vararg or args.kwarg or args.posonlyargs or args.kwonlyargs):
         raise ToolCompileError(f"{where}: only plain named parameters are allowed")
-    if kind and fn.name in RESERVED_TOOL_NAMES:
-        raise ToolCompileError(f"{where}: the name is taken by the toolkit of an exported package")
+    if kind and (fn.name in RESERVED_TOOL_NAMES or not _TOOL_NAME.fullmatch(fn.name)):
+        raise ToolCompileError(f"{where}: a tool's name is lower_snake_case and not one the toolkit of an "
+                               "exported package uses")
     for arg in [*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg]:
         if arg is None:
             continue
@@ -308,11 +313,20 @@ _ALLOWED_PAIRS = {(kind, name) for kind, names in _ALLOWED_METHODS.items() for n
 _WRITABLE = (dict, list)
 
 
-def _guarded_write(obj: Any) -> Any:
-    """`obj.x = ...`, `obj[k] = ...`, `del ...`: only on the tool's own dicts and lists."""
-    if type(obj) in _WRITABLE:
-        return obj
-    raise TypeError(f"tools cannot change a {type(obj).__name__ if not isinstance(obj, type) else 'class'}")
+_MUTATING = frozenset({"append", "extend", "insert", "remove", "pop", "sort", "update", "setdefault", "add",
+                       "discard"})
+
+
+def run_module(code: CodeType, namespace: dict[str, Any]) -> None:
+    """Run a compiled tools module in `namespace` (from sandbox_globals), then seal the lists, dicts
+    and sets its constants hold: state kept there would outlive a call, outside the database."""
+    exec(code, namespace)  # compiled under the sandbox policy
+    frozen, pending = namespace["_frozen_"], [v for k, v in namespace.items() if not k.startswith("_")]
+    while pending:
+        value = pending.pop()
+        if type(value) in (list, dict, set) and id(value) not in frozen:
+            frozen.add(id(value))
+            pending.extend(value.values() if type(value) is dict else value)
 
 
 def _iter_unpack_sequence(iterable: Iterable[Any], spec: dict[str, Any], getiter: Any) -> Iterator[Any]:
@@ -324,7 +338,7 @@ def _iter_unpack_sequence(iterable: Iterable[Any], spec: dict[str, Any], getiter
 
 
 _SAFE_BUILTINS = {name: getattr(builtins, name)
-                  for name in ("abs", "bool", "float", "int", "isinstance", "len", "range", "round")}
+                  for name in ("abs", "bool", "int", "isinstance", "len", "range", "round")}
 
 
 # Letters that Unicode does not decompose into a base letter plus accents.
@@ -352,10 +366,13 @@ def sandbox_globals(budget: StepBudget, **names: Any) -> dict[str, Any]:
     """The globals a compiled tools module executes in; `names` adds db, clock and friends."""
     guards = Guards(budget)
     method = guards.method
+    frozen: set[int] = set()  # ids of the module's constants, filled by run_module
 
     def guarded_getattr(obj: Any, name: str, *default: Any) -> Any:
         kind = type(obj)
         if (kind, name) in _ALLOWED_PAIRS:  # the hot path: str/dict/list methods
+            if name in _MUTATING and id(obj) in frozen:
+                raise TypeError(f"module-level {kind.__name__}s are constants: {name}() would change one")
             return method(obj, name) if name in CHECKED_METHODS else getattr(obj, name)
         if not name.startswith("_") and name in getattr(kind, "TOOL_API", ()):
             budget.left -= API_CALL_STEPS  # paid when the record API or the clock is reached for
@@ -364,12 +381,21 @@ def sandbox_globals(budget: StepBudget, **names: Any) -> dict[str, Any]:
             return getattr(obj, name)
         raise AttributeError(f"attribute {name!r} of {kind.__name__} is not available to tools")
 
+    def guarded_write(obj: Any) -> Any:
+        """`obj.x = ...`, `obj[k] = ...`, `del ...`: only on the tool's own dicts and lists."""
+        if type(obj) in _WRITABLE and id(obj) not in frozen:
+            return obj
+        what = "a module-level constant" if id(obj) in frozen else (
+            "a class" if isinstance(obj, type) else f"a {type(obj).__name__}")
+        raise TypeError(f"tools cannot change {what}")
+
     return {
         "__builtins__": {**_SAFE_BUILTINS, **guards.builtins(), **CATCHABLE, **_HELPERS},
         "__name__": "tools",
         "_getattr_": guarded_getattr,
         "_getitem_": operator.getitem,
-        "_write_": _guarded_write,
+        "_write_": guarded_write,
+        "_frozen_": frozen,
         "_getiter_": budget.iterate,
         "_iter_unpack_sequence_": _iter_unpack_sequence,
         "_unpack_sequence_": guarded_unpack_sequence,

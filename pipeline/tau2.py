@@ -256,8 +256,8 @@ def import_package(folder: Path, name: str | None = None):
     return module
 
 
-_PLAIN_HINT_NODES = (ast.Name, ast.Constant, ast.Subscript, ast.Tuple, ast.BinOp, ast.BitOr, ast.Load, ast.UnaryOp,
-                     ast.USub)
+_PLAIN_HINT_NODES = (ast.Name, ast.Constant, ast.Subscript, ast.Tuple, ast.List, ast.Dict, ast.BinOp, ast.BitOr,
+                     ast.Load, ast.UnaryOp, ast.USub)
 _PLAIN_HINT_NAMES = {"str", "int", "float", "bool", "list", "dict", "Literal", "None"}
 
 

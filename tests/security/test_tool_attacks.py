@@ -454,3 +454,79 @@ def test_checked_methods_keep_their_ordinary_meaning(library, library_rows):
         outcome = attack(runtime, library, library_rows, probe_source(body))
         assert outcome.result["output"] == {"d": {"a": 1, "b": 2, "c": 3, "e": 5}, "u": [1, 2, 3], "x": [0, 1, 2],
                                             "j": "a-b", "r": "aybX", "z": "007", "sp": ["a", "b"]}, outcome.result
+
+
+# --- a second red team's findings on the rebuilt sandbox (2026-12-01, 23:16) --------------------
+SECOND_ROUND = {
+    "tool-error-of-db": ('raise ToolError(db)', {"ToolError"}),
+    "tool-error-of-function": ('raise ToolError(probe)', {"ToolError"}),
+    "tool-error-huge-list": ('s = "x" * 10**4\nraise ToolError([s] * 100000)', {"ToolError"}),
+    "tool-error-deep-list": ('x = []\nfor i in range(10**5):\n    x = [x]\nraise ToolError(x)', {"ToolError"}),
+    "value-error-of-db": ('raise ValueError(db)', {"ValueError"}),
+    "fstring-of-exception": ('e = ToolError(probe)\nreturn {"s": f"{e}"}', {"TypeError"}),
+    "str-of-exception-with-set": ('return {"s": str(ValueError({"a", "b"}))}', {"TypeError"}),
+    "output-one-string-many-times": ('s = "x" * 10**7\nreturn {"rows": [s] * 1000}', LIMITS),
+    "output-many-strings": ('return {"rows": ["x" * 10**4] * 100000}', LIMITS),
+    "str-of-big-list": ('return {"n": len(str(["x" * 10**4] * 100000))}', LIMITS),
+    "percent-mapping-repeat": ('s = "x" * 10**6\nreturn {"n": len(("%(a)s" * 200000) % {"a": s})}', {"TypeError"}),
+    "percent-nested-key-width": ('return {"n": len("%((a)b)1500000000d" % {"(a)b": 1})}', {"TypeError"}),
+    "percent-tuple-repeat": ('s = "x" * 10**5\nreturn {"n": len(("%s" * 2000) % tuple([s] * 2000))}',
+                             LIMITS),
+    "big-int-compare": ('a = 1 << 99000\nreturn {"n": (a + 1) in [a] * 10**7}', LIMITS),
+    "nan-from-float": ('return {"x": len([float("nan")])}', {"ValueError"}),
+    "inf-from-float": ('return {"x": float("1e999")}', {"ValueError"}),
+    "module-list-append": ('SEEN.append(text)\nreturn {"n": len(SEEN)}', {"TypeError"}),
+    "module-list-item": ('SEEN[0:0] = [text]\nreturn {}', {"TypeError"}),
+    "module-dict-item": ('LIMITS["x"] = 1\nreturn {}', {"TypeError"}),
+    "module-nested-append": ('LIMITS["tiers"].append(text)\nreturn {}', {"TypeError"}),
+    "module-dict-update": ('LIMITS.update({"x": 1})\nreturn {}', {"TypeError"}),
+}
+MODULE_STATE = 'SEEN = []\nLIMITS = {"tiers": ["a"]}\n'
+# One C call that runs long: the watchdog's exception can only land between bytecodes.
+SECOND_ROUND_SLOW = {
+    "hash-collisions": 'M = 2 ** 61 - 1\nreturn {"n": len(set(range(0, 60000 * M, M)))}',
+    "sort-key-c-method": 'hay = "ab" * 2000000\nitems = ["a"] * 10000\nreturn {"n": sorted(items, key=hay.count)[0]}',
+    "max-key-c-method": 'hay = "ab" * 2000000\nitems = ["a"] * 10000\nreturn {"n": max(items, key=hay.count)}',
+    "finally-after-timeout": 'x = [0] * 10**5\nn = 0\ntry:\n    for i in range(900000):\n        n += (i + 1) in x\n'
+                             'finally:\n    for i in range(20000):\n        n += (i + 1) in x\nreturn {"n": n}',
+}
+
+
+@pytest.mark.parametrize("runtime", RUNTIMES)
+@pytest.mark.parametrize("name", sorted(SECOND_ROUND))
+def test_second_round_attacks_are_stopped(runtime, name, library, library_rows):
+    body, expected = SECOND_ROUND[name]
+    for kind in ("read", "write"):
+        write_first = 'db.update("books", "BK-000001", {"copies": 99})\n' if kind == "write" else ""
+        outcome = attack(runtime, library, library_rows, probe_source(write_first + body, kind=kind, before=MODULE_STATE))
+        assert_stopped(outcome, expected)
+        assert len(outcome.result["error"]) <= 2_100 and " at 0x" not in outcome.result["error"]
+
+
+@pytest.mark.parametrize("runtime", RUNTIMES)
+@pytest.mark.parametrize("name", sorted(SECOND_ROUND_SLOW))
+def test_long_c_calls_end_as_timeouts_soon_after_the_limit(runtime, name, library, library_rows):
+    import time
+
+    start = time.monotonic()
+    outcome = attack(runtime, library, library_rows, probe_source(SECOND_ROUND_SLOW[name]))
+    assert_stopped(outcome, {"ToolTimeout"})
+    assert time.monotonic() - start < 15  # the limit is 5 s; unchecked, these run for minutes to hours
+
+
+def test_host_messages_name_no_memory_address(library, library_rows):
+    for runtime in RUNTIMES:
+        outcome = attack(runtime, library, library_rows, probe_source('return {"r": db.find("books", order_by=db)}'))
+        assert outcome.error_type == "ToolError" and "0x" not in outcome.result["error"]
+
+
+@pytest.mark.parametrize("name", ["Literal", "int", "str", "ToolType", "RestrictedToolKit", "is_tool", "Field"])
+def test_tool_names_the_generated_package_uses_are_refused(name, library, library_rows):
+    with pytest.raises(DomainError, match="lower_snake_case"):
+        attack("environment", library, library_rows, probe_source('return {}').replace("def probe(", f"def {name}("))
+
+
+def test_a_literal_list_default_passes_the_package_check():
+    from toolscale.pipeline.tau2 import check_tools_module
+
+    check_tools_module("def t(self, tags: list[str] = ['a'], n: int | None = None) -> dict:\n    pass\n", "tools.py")
