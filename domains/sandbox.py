@@ -321,7 +321,8 @@ def run_module(code: CodeType, namespace: dict[str, Any]) -> None:
     """Run a compiled tools module in `namespace` (from sandbox_globals), then seal the lists, dicts
     and sets its constants hold: state kept there would outlive a call, outside the database."""
     exec(code, namespace)  # compiled under the sandbox policy
-    frozen, pending = namespace["_frozen_"], [v for k, v in namespace.items() if not k.startswith("_")]
+    frozen, given = namespace["_frozen_"], namespace["__builtins__"]
+    pending = [v for v in namespace.values() if type(v) in (list, dict, set) and v is not frozen and v is not given]
     while pending:
         value = pending.pop()
         if type(value) in (list, dict, set) and id(value) not in frozen:
