@@ -16,6 +16,7 @@ from __future__ import annotations
 import ast
 import builtins
 import keyword
+import math
 import operator
 import re
 import unicodedata
@@ -169,11 +170,25 @@ def _literal(node: ast.expr, where: str) -> Any:
     try:
         value = ast.literal_eval(node)
     except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
-        value = None
+        pass
     else:
-        if "inf" not in repr(value) and "nan" not in repr(value):
+        if all(math.isfinite(v) for v in _floats(value)):
             return value
     raise ToolCompileError(f"{where}: {ast.unparse(node)[:80]!r} is not a literal constant")
+
+
+def _floats(value: Any) -> Iterator[float]:
+    """The floats (and complex parts) inside a literal value."""
+    if isinstance(value, float):
+        yield value
+    elif isinstance(value, complex):
+        yield from (value.real, value.imag)
+    elif isinstance(value, (list, tuple, set, frozenset)):
+        for item in value:
+            yield from _floats(item)
+    elif isinstance(value, dict):
+        for item in (*value.keys(), *value.values()):
+            yield from _floats(item)
 
 
 def hint_type(node: ast.expr | None, where: str, returns: bool = False) -> Any:
@@ -277,8 +292,6 @@ def strip_hints(tree: ast.Module) -> None:
         if isinstance(node, ast.FunctionDef):
             node.decorator_list = []
             node.returns = None
-            for arg in [*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs]:
-                arg.annotation = None
         elif isinstance(node, ast.arg):
             node.annotation = None
 

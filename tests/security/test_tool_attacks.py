@@ -530,3 +530,17 @@ def test_a_literal_list_default_passes_the_package_check():
     from toolscale.pipeline.tau2 import check_tools_module
 
     check_tools_module("def t(self, tags: list[str] = ['a'], n: int | None = None) -> dict:\n    pass\n", "tools.py")
+
+
+def test_constants_that_merely_spell_inf_or_nan_are_literals(library, library_rows):
+    before = 'FRUIT = "banana"\nKINDS = ["infant", "information"]\n'
+    body = 'return {"fruit": FRUIT, "kinds": KINDS, "text": text}'
+    outcome = attack("environment", library, library_rows,
+                     probe_source(body, before=before, params='text: str = "nan-free"'), arguments={})
+    assert outcome.result["output"] == {"fruit": "banana", "kinds": ["infant", "information"], "text": "nan-free"}
+
+
+@pytest.mark.parametrize("constant", ["[1.0, 1e999]", '{"limit": -1e999}', "(1e999j,)"])
+def test_a_non_finite_float_inside_a_constant_is_refused(constant, library, library_rows):
+    with pytest.raises(DomainError, match="is not a literal constant"):
+        attack("environment", library, library_rows, probe_source("return {}", before=f"X = {constant}\n"))
