@@ -12,6 +12,8 @@ from collections.abc import Iterator
 from functools import lru_cache
 from typing import Any
 
+from .answers import answer_form
+
 
 def spellings(value: Any) -> set[str]:
     """The ways a value is usually written."""
@@ -99,12 +101,16 @@ def value_key(value: Any) -> Any:
 
 
 def _spelled(info: str, outputs: list[Any]) -> bool:
-    """Is `info` exactly how some output value is written (as is, or as money with two decimals)?"""
+    """Is `info` exactly how some output value is written (as is, as money with two decimals, or in
+    the answer form a grader checks)?"""
     for output in outputs:
         for leaf in leaves(output):
             if isinstance(leaf, bool) or leaf is None:
                 continue
             if isinstance(leaf, (int, float)) and info == f"{leaf:.2f}" or str(leaf) == info:
+                return True
+            written = f"{leaf:.2f}" if isinstance(leaf, float) else str(leaf)
+            if answer_form(written) == info:
                 return True
     return False
 

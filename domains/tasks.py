@@ -29,6 +29,12 @@ class UserScenario(_Record):
     persona: str | None = None
     instructions: StructuredUserInstructions
 
+    def text(self) -> str:
+        """Everything the user's side is told, as one text."""
+        i = self.instructions
+        return " ".join(filter(None, [self.persona, i.reason_for_call, i.known_info, i.unknown_info,
+                                      i.task_instructions]))
+
 
 class Description(_Record):
     purpose: str | None = None

@@ -16,6 +16,7 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 from toolscale.domains import Domain, Environment
+from toolscale.domains.answers import with_checkable_answers
 from toolscale.domains.spec import Intent, TaskTemplate
 from toolscale.domains.tasks import (Action, Description, EvaluationCriteria, Lineage, Rejection,
                                      StructuredUserInstructions, Task, TaskMeta, UserScenario)
@@ -213,4 +214,4 @@ def _build(domain: Domain, env: Environment, intent: Intent, context: dict[str, 
                 evaluation_criteria=EvaluationCriteria(actions=actions, communicate_info=communicate,
                                                        nl_assertions=nl_assertions),
                 meta=meta)
-    return task, failure
+    return with_checkable_answers(task), failure

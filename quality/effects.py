@@ -22,7 +22,7 @@ class EffectGate:
             return failed("a write task whose gold leaves the database unchanged")
         communicate = task.evaluation_criteria.communicate_info
         if task.meta.kind == "read" and not communicate:
-            return failed("a read task that communicates nothing")
+            return failed("a read task that communicates nothing a grader can check")
         for info in communicate:
             if "," in info:  # τ²-bench strips commas from replies before matching: this could never match
                 return failed(f"communicate_info {info!r} has a comma, which τ²-bench's check removes from replies")

@@ -166,13 +166,15 @@ class BatchGate(Protocol):
 
 def default_gates() -> tuple[list[Gate], list[BatchGate]]:
     """The gate sequence, cheapest and most basic first."""
+    from .checkability import CheckabilityGate
     from .duplicates import DuplicateGate
     from .effects import EffectGate, NecessityGate
     from .policy import PolicyGate
     from .text_gates import AmbiguityGate, LeakageGate, RealizabilityGate
+    from .wording import WordingGate
 
     return ([ReplayGate(), DeterminismGate(), EffectGate(), RealizabilityGate(), AmbiguityGate(), LeakageGate(),
-             PolicyGate(), NecessityGate()], [DuplicateGate()])
+             WordingGate(), CheckabilityGate(), PolicyGate(), NecessityGate()], [DuplicateGate()])
 
 
 def _with_verdicts(task: Task, verdicts: dict[str, GateVerdict]) -> Task:

@@ -29,6 +29,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from toolscale.domains import Task
+from toolscale.domains.answers import contains
 
 OUTCOME = "outcome"
 COST = "cost"
@@ -92,8 +93,7 @@ class RolloutStats(BaseModel):
 # outcome -----------------------------------------------------------------------------------
 def communicated(info: str, assistant_texts: Iterable[str]) -> bool:
     """τ²-bench's check: `info` occurs, lowercased, in a lowercased assistant text with commas removed."""
-    needle = info.lower()
-    return any(needle in text.lower().replace(",", "") for text in assistant_texts)
+    return any(contains(text, info) for text in assistant_texts)
 
 
 def _actions_match(task: Task, calls: Sequence[tuple[str, Mapping[str, Any]]]) -> bool:

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from toolscale.domains import Domain, Environment
+from toolscale.domains.answers import with_checkable_answers
 from toolscale.domains.tasks import (Action, Description, EvaluationCriteria, Lineage, StructuredUserInstructions, Task,
                                      TaskMeta, UserScenario)
 
@@ -77,7 +78,8 @@ def build_task(domain: Domain, env: Environment, intent: IntentProposal, tools: 
         if not value:
             raise Invalid([Problem("bad_reference", f"communicate[{j}] {source!r} renders empty")])
         communicate.append(value)
-    return _task(domain, intent, task_id, lineage, answer, actions, communicate, outputs, final_hash)
+    task = _task(domain, intent, task_id, lineage, answer, actions, communicate, outputs, final_hash)
+    return with_checkable_answers(task)
 
 
 def unbuilt_task(domain: Domain, intent: IntentProposal, task_id: str, lineage: Lineage,

@@ -1,0 +1,123 @@
+"""Answers a grader can check: every natural correct reply contains the expected value under
+τ²-bench's rule, a wrong or echoing reply does not, and the gate catches what synthesis missed."""
+
+from __future__ import annotations
+
+import pytest
+
+from toolscale.domains import Environment
+from toolscale.domains.answers import answer_form, contains, shape_answers, weakness, with_checkable_answers
+from toolscale.pipeline.synthesizer import OfflineSynthesizer
+from toolscale.quality.checkability import CheckabilityGate
+from toolscale.quality.gates import GateContext
+
+# (value as a tool or template writes it, replies a correct agent might give)
+CORRECT_REPLIES = [
+    ("17000000.00", ["The contract is 17,000,000 USD.", "17000000.00", "$17,000,000 a year", "17,000,000.00 dollars"]),
+    ("4500.50", ["£4,500.50", "4500.5 GBP", "a minimum spend of 4,500.50"]),
+    ("2500.00", ["2,500", "EUR 2500.00", "2500 euros"]),
+    ("-45.20", ["you are overdrawn by 45.20", "-45.2 EUR", "minus 45.20"]),
+    ("06:00:00", ["it leaves at 06:00", "at 6:00 in the morning", "6:00 am"]),
+    ("18:30", ["your table is at 18:30", "18:30:00"]),
+    ("partly_cloudy", ["It will be partly cloudy.", "Partly cloudy skies"]),
+    ("TKT-000245", ["Your ticket is tkt-000245.", "ticket TKT-000245"]),
+]
+
+
+@pytest.mark.parametrize("value,replies", CORRECT_REPLIES)
+def test_every_natural_correct_reply_contains_the_answer_form(value, replies):
+    form = answer_form(value)
+    assert all(contains(reply, form) for reply in replies), (form, [r for r in replies if not contains(r, form)])
+
+
+@pytest.mark.parametrize("value", ["17000000.00", "4500.50", "-45.20", "06:00:00"])
+def test_the_raw_spelling_misses_some_correct_reply(value):
+    """The defect the answer form fixes: the raw value fails a correct reply."""
+    replies = dict(CORRECT_REPLIES)[value]
+    assert not all(contains(reply, value) for reply in replies)
+
+
+@pytest.mark.parametrize("value,reason", [
+    ("0", "character"), ("12", "characters"), ("W", "character"), ("none", "absence"), ("yes", "yes/no"),
+    ("2026-10-14", "date"), ("2026-10-14T18:00:00", "timestamp"), ("000", "bare zero"),
+])
+def test_vacuous_or_unsayable_values_are_weak(value, reason):
+    assert reason in weakness(value, "")
+
+
+def test_a_value_the_user_said_or_another_value_contains_is_weak():
+    assert "user's own words" in weakness("500", "Only pay if the limit is above 1500 EUR.")
+    assert "another expected value" in weakness("750", "", ["1750", "750"])
+    assert weakness("1750", "", ["1750", "750"]) is None
+
+
+def test_a_status_word_is_weak_only_when_it_is_a_status():
+    outputs = [{"train_id": "TR-1", "status": "scheduled", "platform_name": "harbour"}]
+    assert "status word" in weakness("scheduled", "", outputs=outputs)
+    assert weakness("harbour", "", outputs=outputs) is None
+
+
+def test_shaping_splits_lists_drops_duplicates_and_judges_the_rest():
+    outputs = [{"booking_id": "BKG-7", "starts_at": "2026-10-14T18:00:00", "deposit_status": "none", "fee": 0.0}]
+    shaped = shape_answers(["Tagliatelle al ragu; Risotto ai funghi", "2026-10-14T18:00:00", "none", "0.00",
+                            "Risotto ai funghi"], "You booked a table for 2026-10-14.", outputs)
+    assert shaped.communicate == ["Tagliatelle al ragu", "Risotto ai funghi", "18:00"]
+    assert [j.value for j in shaped.judged] == ["none", "0"]
+    assert shaped.assertions() == ["The agent tells the user the deposit status, none.",
+                                   "The agent tells the user the fee, 0."]
+
+
+def test_a_timestamp_whose_date_the_user_lacks_is_judged():
+    shaped = shape_answers(["2026-10-14T18:00:00"], "You want your booking moved.")
+    assert shaped.communicate == [] and "timestamp" in shaped.judged[0].reason
+
+
+@pytest.fixture(scope="module")
+def setup(library, library_rows):
+    env = Environment.from_rows(library, library_rows)
+    tasks, _ = OfflineSynthesizer().tasks(library, env, library_rows, seed=0)
+    yield env, tasks
+    env.close()
+
+
+def _with_communicate(task, values):
+    criteria = task.evaluation_criteria.model_copy(update={"communicate_info": values})
+    return task.model_copy(update={"evaluation_criteria": criteria})
+
+
+def test_synthesized_answers_pass_the_gate(setup):
+    env, tasks = setup
+    assert tasks and all(t.evaluation_criteria.communicate_info for t in tasks)
+    assert all(CheckabilityGate().check(GateContext(env, t)).passed for t in tasks)
+
+
+@pytest.mark.parametrize("values,reason", [
+    (lambda loan: [loan, loan], "listed twice"),
+    (lambda loan: ["0"], "almost any reply"),
+    (lambda loan: ["14.00"], "not in answer form"),
+    (lambda loan: ["2026-03-16"], "a date"),
+])
+def test_the_gate_fails_brittle_vacuous_and_duplicated_answers(setup, values, reason):
+    env, tasks = setup
+    task = tasks[0]
+    loan = task.evaluation_criteria.communicate_info[0]
+    verdict = CheckabilityGate().check(GateContext(env, _with_communicate(task, values(loan))))
+    assert not verdict.passed and reason in verdict.reason
+
+
+def test_the_gate_fails_an_answer_the_user_already_says(setup):
+    env, tasks = setup
+    task = tasks[0]
+    loan = task.evaluation_criteria.communicate_info[0]
+    told = task.user_scenario.instructions.model_copy(update={"known_info": f"Your last loan was {loan}."})
+    echoed = task.model_copy(update={"user_scenario": task.user_scenario.model_copy(update={"instructions": told})})
+    assert "user's own words" in CheckabilityGate().check(GateContext(env, echoed)).reason
+
+
+def test_reshaping_a_task_moves_what_cannot_be_graded_to_nl_assertions(setup):
+    env, tasks = setup
+    task = _with_communicate(tasks[0], [*tasks[0].evaluation_criteria.communicate_info, "2026-03-16"])
+    shaped = with_checkable_answers(task)
+    assert shaped.evaluation_criteria.communicate_info == tasks[0].evaluation_criteria.communicate_info
+    assert shaped.evaluation_criteria.nl_assertions[-1].endswith("2026-03-16.")
+    assert with_checkable_answers(shaped) == shaped
