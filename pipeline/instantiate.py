@@ -21,6 +21,7 @@ from toolscale.domains.spec import Intent, TaskTemplate
 from toolscale.domains.tasks import (Action, Description, EvaluationCriteria, Lineage, Rejection,
                                      StructuredUserInstructions, Task, TaskMeta, UserScenario)
 
+from . import phrasing
 from .populate import Rows
 from .templating import (TemplateError, date_helpers, derive_seed, evaluate, faker_helper, random_helpers, render_text, render_value,
                          seeded_faker)
@@ -154,13 +155,18 @@ def instantiate(domain: Domain, env: Environment, rows: Rows, intent: Intent, se
     return tasks, rejected
 
 
-def _render_instructions(domain: Domain, template: TaskTemplate, context: dict[str, Any]) -> StructuredUserInstructions:
-    return StructuredUserInstructions(
+def _render_scenario(domain: Domain, template: TaskTemplate, context: dict[str, Any], seed: int) -> UserScenario:
+    """The user's side: the rendered text, its framing drawn anew and a persona true to the user's row."""
+    rng = random.Random(seed)
+    text = {field: render_text(getattr(template, field), context)
+            for field in ("reason_for_call", "known_info", "unknown_info", "task_instructions")}
+    who = phrasing.persona(rng, phrasing.user_row(context, " ".join(text.values())), domain.spec.clock.date())
+    return UserScenario(persona=who.text, instructions=StructuredUserInstructions(
         domain=domain.name,
-        reason_for_call=render_text(template.reason_for_call, context),
-        known_info=render_text(template.known_info, context),
-        unknown_info=render_text(template.unknown_info, context) or None,
-        task_instructions=render_text(template.task_instructions, context))
+        reason_for_call=phrasing.reason_for_call(text["reason_for_call"], rng, who.style),
+        known_info=text["known_info"],
+        unknown_info=text["unknown_info"] or None,
+        task_instructions=phrasing.task_instructions(text["task_instructions"], rng, who.style)))
 
 
 def _unbuilt(domain: Domain, intent: Intent, task_id: str, lineage: Lineage) -> Task:
@@ -178,7 +184,7 @@ def _build(domain: Domain, env: Environment, intent: Intent, context: dict[str, 
     template = intent.template
     failure = None
     try:
-        instructions = _render_instructions(domain, template, context)
+        scenario = _render_scenario(domain, template, context, derive_seed(lineage.seed, task_id))
         nl_assertions = [render_text(n, context) for n in template.nl_assertions]
     except TemplateError as exc:
         return _unbuilt(domain, intent, task_id, lineage), f"instructions could not be rendered: {exc}"
@@ -210,7 +216,7 @@ def _build(domain: Domain, env: Environment, intent: Intent, context: dict[str, 
     meta = TaskMeta(intent=intent.name, kind=intent.kind, difficulty=difficulty_of(len(actions), writes),
                     lineage=lineage, expected_outputs=outputs, final_state_hash=final_hash)
     task = Task(id=task_id, description=Description(purpose=intent.description),
-                user_scenario=UserScenario(instructions=instructions),
+                user_scenario=scenario,
                 evaluation_criteria=EvaluationCriteria(actions=actions, communicate_info=communicate,
                                                        nl_assertions=nl_assertions),
                 meta=meta)

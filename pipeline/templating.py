@@ -34,8 +34,22 @@ def _money(value: float) -> str:
     return f"{float(value):.2f}"
 
 
+_IRREGULAR_PLURALS = {"person": "people", "child": "children", "adult": "adults"}
+
+
+def _plural(noun: str, count: Any) -> str:
+    """`{{ 'season'|plural(years) }}`: the noun in the form its count takes ("1 season", "2 seasons")."""
+    if float(count) == 1:
+        return noun
+    if noun in _IRREGULAR_PLURALS:
+        return _IRREGULAR_PLURALS[noun]
+    if noun.endswith("y") and noun[-2:-1] not in "aeiou":
+        return noun[:-1] + "ies"
+    return noun + ("es" if noun.endswith(("s", "x", "ch", "sh")) else "s")
+
+
 _ENV = SandboxedEnvironment(undefined=StrictUndefined, keep_trailing_newline=False)
-_ENV.filters.update(ascii=_ascii, money=_money)
+_ENV.filters.update(ascii=_ascii, money=_money, plural=_plural)
 
 
 @lru_cache(maxsize=4096)

@@ -8,6 +8,7 @@ from the real outputs afterwards, so nothing a task asks the agent to say is mad
 
 from __future__ import annotations
 
+import random
 from typing import Any
 
 from toolscale.domains import Domain, Environment
@@ -16,7 +17,8 @@ from toolscale.domains.tasks import (Action, Description, EvaluationCriteria, Li
                                      TaskMeta, UserScenario)
 
 from ..instantiate import difficulty_of, write_calls
-from ..templating import TemplateError, render_text, render_value
+from ..phrasing import persona
+from ..templating import TemplateError, derive_seed, render_text, render_value
 from .answers import IntentProposal, TaskAnswer
 from .dialogue import Invalid, Problem, Unrepairable
 
@@ -33,13 +35,19 @@ def _instructions(domain: Domain, answer: TaskAnswer | None) -> StructuredUserIn
                                       task_instructions=answer.task_instructions)
 
 
+def _persona(domain: Domain, task_id: str, lineage: Lineage) -> str:
+    """A persona from the offline grammar, seeded by the task; the model's text names no row to fit."""
+    return persona(random.Random(derive_seed(lineage.seed, task_id)), None, domain.spec.clock.date()).text
+
+
 def _task(domain: Domain, intent: IntentProposal, task_id: str, lineage: Lineage, answer: TaskAnswer | None,
           actions: list[Action], communicate: list[str], outputs: list[Any], final_hash: str | None) -> Task:
     writes = write_calls(domain, actions)
     meta = TaskMeta(intent=intent.name, kind=intent.kind, difficulty=difficulty_of(len(actions), writes),
                     lineage=lineage, expected_outputs=outputs, final_state_hash=final_hash)
     return Task(id=task_id, description=Description(purpose=intent.description),
-                user_scenario=UserScenario(instructions=_instructions(domain, answer)),
+                user_scenario=UserScenario(persona=_persona(domain, task_id, lineage),
+                                           instructions=_instructions(domain, answer)),
                 evaluation_criteria=EvaluationCriteria(actions=actions, communicate_info=communicate,
                                                        nl_assertions=list(answer.nl_assertions) if answer else []),
                 meta=meta)
