@@ -74,27 +74,38 @@ def _is_status(value: str, outputs: Sequence[Any]) -> bool:
     return any(f == "status" or f.endswith("_status") for f in _fields_holding(value, outputs))
 
 
-def weakness(value: str, user_text: str, others: Sequence[str] = (), outputs: Sequence[Any] = ()) -> str | None:
-    """Why a communicated value (already in answer form) cannot be checked, or None when it can.
+WHY = {  # each kind of value no substring check can grade, and why
+    "timestamp": "a timestamp, which a person says as a date and a time",
+    "date": "a date, which a person says in words",
+    "short": "two characters or fewer, which almost any reply contains",
+    "zero": "a bare zero, which almost any reply contains",
+    "absence": "an absence or a yes/no, which a reply puts in other words",
+    "status": "a status word, which a reply may put in other words",
+    "echo": "the user's own words contain it, so echoing them passes",
+    "contained": "another expected value contains it",
+}
 
-    `user_text` is everything the user's side is told; `others` the task's other values.
-    """
+
+def weakness(value: str, user_text: str, others: Sequence[str] = (), outputs: Sequence[Any] = ()) -> str | None:
+    """The kind of value (a key of WHY) that keeps `value`, already in answer form, from being
+    graded; None when it can be. `user_text` is all the user's side is told, `others` the task's
+    other values, `outputs` the gold's outputs (to tell a status from another word)."""
     if _DATETIME.fullmatch(value):
-        return "a timestamp, which a person says as a date and a time"
+        return "timestamp"
     if _DATE.fullmatch(value):
-        return "a date, which a person says in words"
+        return "date"
     if len(value) < SHORTEST:
-        return f"{len(value)} character{'s' if len(value) > 1 else ''}, which almost any reply contains"
+        return "short"
     if _INTEGER.fullmatch(value) and int(value) == 0:
-        return "a bare zero, which almost any reply contains"
+        return "zero"
     if value.lower() in VAGUE:
-        return f"{value!r} says an absence or a yes/no, which a reply puts in other words"
+        return "absence"
     if _WORD.fullmatch(value) and _is_status(value, outputs):
-        return f"the status word {value!r}, which a reply may put in other words"
+        return "status"
     if contains(user_text, value):
-        return "the user's own words contain it, so echoing them passes"
+        return "echo"
     if any(other != value and contains(other, value) for other in others):
-        return "another expected value contains it"
+        return "contained"
     return None
 
 
@@ -103,7 +114,7 @@ class Judged:
     """A fact the task wants told that no substring check can grade, left to a judge."""
 
     value: str
-    reason: str
+    kind: str  # a key of WHY
     label: str | None = None  # the output field it was read from, in words
 
     def assertion(self) -> str:
@@ -140,12 +151,12 @@ def shape_answers(values: Sequence[str], user_text: str, outputs: Sequence[Any] 
                 forms.append(form)
     shaped = ShapedAnswers()
     for form in forms:
-        reason = weakness(form, user_text, forms, outputs)
-        if reason is None:
+        kind = weakness(form, user_text, forms, outputs)
+        if kind is None:
             shaped.communicate.append(form)
         else:
             label = next(_fields_holding(form, outputs), None)
-            shaped.judged.append(Judged(form, reason, label and label.replace("_", " ")))
+            shaped.judged.append(Judged(form, kind, label and label.replace("_", " ")))
     return shaped
 
 
@@ -155,5 +166,8 @@ def with_checkable_answers(task: Task) -> Task:
     criteria = task.evaluation_criteria
     shaped = shape_answers(criteria.communicate_info, task.user_scenario.text(), task.meta.expected_outputs)
     assertions = [*criteria.nl_assertions, *(a for a in shaped.assertions() if a not in criteria.nl_assertions)]
-    return task.model_copy(update={"evaluation_criteria": criteria.model_copy(update={
-        "communicate_info": shaped.communicate, "nl_assertions": assertions})})
+    judged = [*task.meta.judged_answers, *(j.kind for j in shaped.judged)]
+    return task.model_copy(update={
+        "evaluation_criteria": criteria.model_copy(update={"communicate_info": shaped.communicate,
+                                                           "nl_assertions": assertions}),
+        "meta": task.meta.model_copy(update={"judged_answers": judged})})

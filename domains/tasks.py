@@ -89,6 +89,9 @@ class TaskMeta(_Record):
     lineage: Lineage
     expected_outputs: list[Any] = Field(default_factory=list, description="gold replay's outputs")
     final_state_hash: str | None = None
+    judged_answers: list[str] = Field(default_factory=list, description=(
+        "why each fact the task wants told was left to nl_assertions: a kind of value no substring check can "
+        "grade (domains/answers.py WHY)"))
     gates: dict[str, GateVerdict] = Field(default_factory=dict)
     reference: ReferenceSolve | None = None
 

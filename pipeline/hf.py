@@ -40,6 +40,7 @@ TASK_FEATURES = Features({
     "lineage": {"backend": _TEXT, "model": _TEXT, "seed": Value("int64"), "prompt_digest": _TEXT},
     "expected_outputs": List(_TEXT),
     "final_state_hash": _TEXT,
+    "judged_answers": List(_TEXT),
     "gates": List({"gate": _TEXT, "passed": Value("bool"), "reason": _TEXT}),
     "reference": _TEXT,
 })
@@ -147,6 +148,7 @@ def task_row(task: Task) -> dict[str, Any]:
         "lineage": meta.lineage.model_dump(),
         "expected_outputs": [json.dumps(o, ensure_ascii=False) for o in meta.expected_outputs],
         "final_state_hash": meta.final_state_hash,
+        "judged_answers": list(meta.judged_answers),
         "gates": [{"gate": name, **verdict.model_dump()} for name, verdict in meta.gates.items()],
         "reference": _json(meta.reference.model_dump()) if meta.reference is not None else None,
     }
@@ -171,6 +173,7 @@ def task_from_row(row: dict[str, Any]) -> Task:
             "hardening": row["hardening"], "lineage": row["lineage"],
             "expected_outputs": [json.loads(o) for o in row["expected_outputs"]],
             "final_state_hash": row["final_state_hash"],
+            "judged_answers": row.get("judged_answers") or [],
             "gates": {g["gate"]: {"passed": g["passed"], "reason": g["reason"]} for g in row["gates"]},
             "reference": json.loads(row["reference"]) if row.get("reference") is not None else None},
     })
@@ -324,7 +327,8 @@ database, so any task can be replayed from these parquet files alone.
   `description`, `persona`, `reason_for_call`, `known_info`, `unknown_info`, `task_instructions`, `initial_state`,
   `actions` (`action_id`, `requestor`, `name`, `arguments` as JSON, `info`, `compare_args`), `env_assertions`,
   `communicate_info`, `nl_assertions`, `reward_basis`; and the provenance: `lineage`, `expected_outputs` (each
-  gold action's output, JSON), `final_state_hash` (the database digest after the gold actions), `gates`,
+  gold action's output, JSON), `final_state_hash` (the database digest after the gold actions),
+  `judged_answers` (why each fact left to `nl_assertions` could not be graded by τ²'s substring check), `gates`,
   `reference` (JSON, when a reference agent checked the task: its tries, successes and pass^k).
 - **`domains`** (one row per domain): `description`, `clock`, `policy`, `domain_yaml` (the spec), `tools_source`
   (restricted Python), `tools` (name, read/write, description, JSON-schema `parameters`), `tables`, `database`

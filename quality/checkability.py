@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from toolscale.domains.answers import answer_form, weakness
+from toolscale.domains.answers import WHY, answer_form, weakness
 from toolscale.domains.tasks import GateVerdict
 
 from .gates import GateContext, failed, passed
@@ -27,7 +27,7 @@ class CheckabilityGate:
             if answer_form(info) != info:
                 return failed(f"communicate_info {info!r} is not in answer form (a correct reply need only "
                               f"contain {answer_form(info)!r})")
-            reason = weakness(info, user_text, values, ctx.first_replay.outputs)
-            if reason:
-                return failed(f"communicate_info {info!r} cannot be graded: {reason}")
+            kind = weakness(info, user_text, values, ctx.first_replay.outputs)
+            if kind:
+                return failed(f"communicate_info {info!r} cannot be graded: {WHY[kind]}")
         return passed()

@@ -11,6 +11,8 @@ from typing import Any
 
 from toolscale.domains.tasks import Rejection, Task
 
+from .task_quality import combined, task_quality
+
 GATE_ORDER = ("synthesis", "replay", "determinism", "effect", "realizability", "ambiguity", "leakage", "wording",
               "checkable", "policy", "necessity", "duplicates", "solvable", "needs_tools")
 
@@ -43,6 +45,7 @@ def domain_funnel(accepted: Sequence[Task], rejected: Sequence[Rejection], tools
         "intents": {name: _funnel([t for t in accepted if t.meta.intent == name],
                                   [r for r in rejected if r.task.meta.intent == name]) for name in intents},
         "top_rejection_reasons": [{"reason": reason, "count": n} for reason, n in reasons.most_common(10)],
+        "task_quality": task_quality(accepted, rejected),
         **_reference_summary([*accepted, *(r.task for r in rejected)]),
     }
 
@@ -74,7 +77,8 @@ def totals(domains: dict[str, dict[str, Any]]) -> dict[str, Any]:
             "rejected": dict(sorted(rejected.items(), key=lambda kv: _gate_rank(kv[0]))),
             "difficulty": dict(sorted(difficulty.items())),
             "tools": sum(f.get("tools", 0) for f in domains.values()),
-            "rows": sum(f.get("rows", 0) for f in domains.values())}
+            "rows": sum(f.get("rows", 0) for f in domains.values()),
+            "task_quality": combined([f["task_quality"] for f in domains.values() if "task_quality" in f])}
 
 
 def funnel_steps(funnel: dict[str, Any]) -> list[tuple[str, int]]:
@@ -153,7 +157,27 @@ def markdown(report: dict[str, Any], out: Path) -> str:
     unused = {n: d["coverage"]["unused"] for n, d in report["domains"].items() if d["coverage"]["unused"]}
     if unused:
         lines += ["", "## Tools in no accepted gold path", ""] + [f"- {n}: {', '.join(u)}" for n, u in unused.items()]
-    return "\n".join(lines + _reference_lines(report) + _llm_lines(report.get("llm"))) + "\n"
+    return "\n".join(lines + _quality_lines(report) + _reference_lines(report) + _llm_lines(report.get("llm"))) + "\n"
+
+
+def _quality_lines(report: dict[str, Any]) -> list[str]:
+    """Answers a grader can check, text variety and personas per domain; each operator's yield."""
+    domains = {n: d["task_quality"] for n, d in report["domains"].items() if "task_quality" in d}
+    if not domains:
+        return []
+    lines = ["", "## Task quality", "",
+             "| domain | answers checkable | facts left to the judge | skeletons per intent (median) "
+             "| base tasks in intents with < 2 | personas |", "|---|---:|---|---:|---:|---:|"]
+    for name, q in domains.items():
+        a, k = q["answers"], q["skeletons"]
+        judged = ", ".join(f"{kind} {n}" for kind, n in a["judged"].items()) or "–"
+        lines.append(f"| {name} | {a['checkable']}/{a['values']} | {judged} | {k['median']} "
+                     f"| {k['base_tasks_below_2']}/{k['base_tasks']} | {q['personas']}/{q['tasks']} |")
+    operators = report["totals"].get("task_quality", {}).get("operators", {})
+    if operators:
+        lines += ["", "| operator | accepted | rejected | yield |", "|---|---:|---:|---:|"]
+        lines += [f"| {op} | {m['accepted']} | {m['rejected']} | {m['yield']:.0%} |" for op, m in operators.items()]
+    return lines
 
 
 def _reference_lines(report: dict[str, Any]) -> list[str]:
