@@ -17,8 +17,8 @@ from typing import Any
 
 Style = str  # "terse", "neutral" or "chatty": how the user talks, and so how the text is framed
 
-_TEMPERAMENTS = ("polite", "patient", "a little impatient", "anxious", "cheerful", "blunt", "easy-going",
-                 "meticulous", "easily distracted", "sceptical", "warm", "in a hurry")
+_TEMPERAMENTS = ("polite", "patient", "impatient", "anxious", "cheerful", "blunt", "easy-going", "meticulous",
+                 "easily distracted", "sceptical", "warm", "hurried", "reserved", "good-humoured")
 # (third person, second person, style)
 _MANNERS = (
     ("speaks in short, clipped sentences", "you speak in short, clipped sentences", "terse"),
@@ -38,7 +38,7 @@ _OCCUPATIONS = {
     "working": ("nurse", "accountant", "software developer", "secondary-school teacher", "electrician",
                 "shop owner", "project manager", "graphic designer", "civil engineer", "chef", "lawyer",
                 "journalist", "social worker", "delivery driver", "physiotherapist", "translator"),
-    "retired": ("retired teacher", "retired engineer", "retired nurse", "pensioner who volunteers at a library",
+    "retired": ("retired teacher", "retired engineer", "retired nurse", "retired librarian",
                 "retired bookkeeper", "retired bus driver"),
 }
 _UNKNOWN_USERS = ("caller", "first-time caller", "long-time user of the service", "person calling from home",
@@ -98,10 +98,11 @@ def persona(rng: random.Random, row: dict[str, Any] | None, today: date) -> Pers
     row = row or {}
     temperament = rng.choice(_TEMPERAMENTS)
     third, second, style = rng.choice(_MANNERS)
-    who = _article(occupation) + (f" in your {_DECADES[age // 10]}" if age and age // 10 in _DECADES else "")
-    forms = (f"You are {who}{_origin(row)} who is {temperament} and {third}.",
-             f"You are {_article(temperament)} {occupation}{_origin(row)}; {second}.",
-             f"You're {who}{_origin(row)}. You are {temperament}, and {second}.")
+    decade = f" in your {_DECADES[age // 10]}" if age and age // 10 in _DECADES else ""
+    where = _origin(row)
+    forms = (f"You are {_article(occupation)}{decade}{where} who is {temperament} and {third}.",
+             f"You are {_article(temperament)} {occupation}{decade}{where}; {second}.",
+             f"You're {_article(occupation)}{decade}{where}. You are {temperament}, and {second}.")
     return Persona(rng.choice(forms), style)
 
 
@@ -146,9 +147,6 @@ _CONNECTORS = ((r"(?<!,) and ask ", (" and ask ", " and also ask ", ", then ask 
                (r", then ", (", then ", ", and then ", ", and after that ", "; once that's done, ")),
                (r" and make sure you are told ", (" and make sure you are told ", " and make sure the agent tells you ")),
                (r"; then ", ("; then ", ". After that, ", "; after that, ")))
-_CLOSERS = {"terse": ("", "Keep your messages short.", "Do not make small talk."),
-            "neutral": ("", "", "Thank the agent once it is done."),
-            "chatty": ("", "Feel free to chat a little along the way.", "Mention why it matters to you if asked.")}
 _FRAMING_WORDS = {"you", "want", "to", "ask", "have", "first", "then", "and", "after", "that", "the", "agent",
                   "for", "find", "out", "make", "sure", "tells", "told", "are", "is", "also", "once", "done",
                   "get", "request", "please", "just", "start", "by", "try", "would", "like", "need", "calling",
@@ -248,11 +246,13 @@ def reason_for_call(text: str, rng: random.Random, style: Style) -> str:
 
 
 def task_instructions(text: str, rng: random.Random, style: Style) -> str:
-    """The instructions with each sentence's framing and connectors drawn anew, and a closer
-    that fits the persona's style."""
+    """The instructions with each sentence's framing and connectors drawn anew.
+
+    No sentence is added (a closing "Keep it short."): composition joins two tasks' instructions,
+    and the same added sentence would then be said twice.
+    """
     out = []
     for sentence in _SENTENCES.split(text.strip()):
         framed = _choose(rng, sentence, _instruction_options(sentence, style))
         out.append(_choose(rng, framed, [_connect(framed, rng)]))
-    closer = rng.choice(_CLOSERS[style])
-    return " ".join([*out, closer] if closer else out)
+    return " ".join(out)

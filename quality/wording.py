@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from toolscale.domains.matching import appears_in, leaves
+from toolscale.domains.matching import appears_in, leaves, normalize_text
 from toolscale.domains.tasks import GateVerdict, Task
 
 from .gates import GateContext, failed, passed
@@ -67,8 +67,8 @@ def skeleton(task: Task, extra_values: list[Any] = ()) -> str:
     values = sorted({*_values(task), *(str(v) for v in leaves(list(extra_values)) if len(str(v)) >= 2)},
                     key=len, reverse=True)
     for value in values:
-        if value in text:
-            text = text.replace(value, "<v>")
+        if value in text:  # whole values only: 301.4 is not masked inside 301.40
+            text = re.sub(rf"(?<!\w){re.escape(value)}(?!\w)", "<v>", text)
     return _NUMBER.sub("<v>", text)
 
 
@@ -91,7 +91,7 @@ def wording_defect(task: Task) -> str | None:
     persona = task.user_scenario.persona
     if not persona:
         return "the task has no persona"
-    if any(appears_in(info, persona) for info in task.evaluation_criteria.communicate_info):
+    if any(appears_in(info, normalize_text(persona)) for info in task.evaluation_criteria.communicate_info):
         return "the persona gives away a communicate_info value"
     return None
 

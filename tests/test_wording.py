@@ -1,0 +1,202 @@
+"""Text a person would write: personas, the framing grammar, the skeleton measure and the wording gate."""
+
+from __future__ import annotations
+
+import random
+import re
+import statistics
+from collections import defaultdict
+from datetime import date
+
+import pytest
+
+from toolscale.domains import Environment
+from toolscale.domains.tasks import (Action, Description, EvaluationCriteria, Lineage, StructuredUserInstructions, Task,
+                                     TaskMeta, UserScenario)
+from toolscale.pipeline import phrasing
+from toolscale.pipeline.synthesizer import OfflineSynthesizer
+from toolscale.pipeline.templating import render_text
+from toolscale.quality.gates import GateContext, run_gates
+from toolscale.quality.wording import WordingGate, skeleton, wording_defect
+
+TODAY = date(2026, 10, 8)
+PERSONA = "You are a retired teacher from Lyon who is polite and likes to double-check figures."
+
+
+@pytest.fixture(scope="module")
+def bank():
+    synth = OfflineSynthesizer()
+    domain = synth.design("bank")
+    rows = synth.populate(domain, seed=0)
+    env = Environment.from_rows(domain, rows)
+    candidates, _ = synth.tasks(domain, env, rows, seed=0)
+    accepted, _ = run_gates(candidates, env)
+    yield env, accepted
+    env.close()
+
+
+def _task(persona: str | None = PERSONA, communicate: tuple[str, ...] = (), **text: str) -> Task:
+    fields = {"reason_for_call": "You want to know your balance.", "known_info": "Your email is ana@mail.com.",
+              "unknown_info": "You do not know your customer id.",
+              "task_instructions": "Ask for the balance of your savings account.", **text}
+    return Task(id="t.x.000", description=Description(purpose="x"),
+                user_scenario=UserScenario(persona=persona, instructions=StructuredUserInstructions(domain="bank",
+                                                                                                    **fields)),
+                evaluation_criteria=EvaluationCriteria(communicate_info=list(communicate)),
+                meta=TaskMeta(intent="x", kind="read", difficulty="easy", lineage=Lineage(backend="offline", seed=0)))
+
+
+DEFECTS = [  # (field, defective text, the same text written properly, the defect's reason)
+    ("known_info", "Your email is ana@mail.com. Your email is ana@mail.com.",
+     "Your email is ana@mail.com. You were born on 1990-01-02.", "repeats a sentence"),
+    ("task_instructions", "Pay the bill. Pay the bill.", "Pay the bill. Then ask for the fee.", "repeats a sentence"),
+    ("known_info", "Your email is {{ customer.email }}.", "Your email is ana@mail.com.", "unfilled template"),
+    ("known_info", "Your phone ends in None.", "Your phone ends in 4821.", "'None'"),
+    ("known_info", "The offer runs for 2 season(s).", "The offer runs for 2 seasons.", "'(s)'"),
+    ("known_info", "The offer runs for 1 seasons.", "The offer runs for 1 season.", "count of 1"),
+    ("reason_for_call", "You will stay 1 nights.", "You will stay 21 nights.", "count of 1"),
+    ("reason_for_call", "You see a purchase on 10 days ago.", "You see a purchase from 10 days ago.", "'on N days ago'"),
+    ("reason_for_call", "You want takeout today (today) at 19:00.", "You want takeout today (2026-10-08) at 19:00.",
+     "glossed by itself"),
+    ("known_info", "You travelled on last Saturday.", "You travelled last Saturday.", "'on last"),
+    ("reason_for_call", "You want a table on tomorrow.", "You want a table tomorrow.", "'on today'"),
+    ("task_instructions", "Ask for the balance. Once that is done: Have the card blocked.",
+     "Ask for the balance. Once that is done, have the card blocked.", "capitalised 'Have'"),
+]
+
+
+@pytest.mark.parametrize("field, bad, good, reason", DEFECTS, ids=[f"{d[0]}:{d[3]}" for d in DEFECTS])
+def test_each_text_defect_is_rejected_and_its_fix_passes(field, bad, good, reason):
+    assert reason in (wording_defect(_task(**{field: bad})) or "")
+    assert wording_defect(_task(**{field: good})) is None
+
+
+def test_a_name_after_a_colon_is_not_a_glued_clause():
+    assert wording_defect(_task(known_info="Game: Atlanta Firebirds at New York Harbor on 2026-10-12.")) is None
+
+
+def test_known_and_unknown_info_may_not_say_the_same_thing():
+    task = _task(known_info="You do not know your customer id.", unknown_info="You do not know your customer id.")
+    assert wording_defect(task) == "known_info and unknown_info share a sentence"
+
+
+def test_a_task_needs_a_persona_that_does_not_give_the_answer_away():
+    assert wording_defect(_task(persona=None)) == "the task has no persona"
+    leaky = _task(persona="You are a chef from Lyon.", communicate=("Lyon",))
+    assert wording_defect(leaky) == "the persona gives away a communicate_info value"
+
+
+def test_kind_must_say_whether_the_gold_changes_more_than_an_identity_check(bank):
+    env, accepted = bank
+    read = next(t for t in accepted if t.meta.intent == "check_balance")  # verify_identity writes a check row
+    write = next(t for t in accepted if t.meta.intent == "transfer_to_savings")
+    gate = WordingGate()
+    assert gate.check(GateContext(env, read)).passed and gate.check(GateContext(env, write)).passed
+    for task, wrong in ((read, "write"), (write, "read")):
+        flipped = task.model_copy(update={"meta": task.meta.model_copy(update={"kind": wrong})})
+        verdict = gate.check(GateContext(env, flipped))
+        assert not verdict.passed and verdict.reason.startswith(f"meta.kind is {wrong!r}")
+
+
+def test_plural_filter_follows_the_count():
+    assert render_text("{{ n }} {{ 'season'|plural(n) }}", {"n": 1}) == "1 season"
+    assert render_text("{{ n }} {{ 'season'|plural(n) }}", {"n": 3}) == "3 seasons"
+    assert render_text("{{ 'entry'|plural(2) }} {{ 'person'|plural(2) }} {{ 'pass'|plural(2) }}", {}) == \
+        "entries people passes"
+
+
+SENTENCES = ["You want to pay 301.40 EUR to Henck AG from your checking account.",
+             "Pay Henck AG exactly 301.40, then ask whether any fee was charged.",
+             "First ask for the date and how many seats are left; then buy 2 lower bowl tickets.",
+             "Have Dumont S.A. saved as a rent payee and ask for the new balance of ACC-000134.",
+             "Your booking at Maison Cerise on 2026-10-14 at 21:00 is for 3, but you will now be 6."]
+
+
+def _values(text: str) -> list[str]:
+    """Words the grammar must keep as they are: anything with a digit, an @ or a capital past the start."""
+    words = text.split()
+    return [w.strip(".,;") for i, w in enumerate(words) if re.search(r"[\d@]", w) or (i and w[0].isupper())]
+
+
+@pytest.mark.parametrize("style", ["terse", "neutral", "chatty"])
+def test_the_grammar_keeps_every_value(style):
+    for sentence in SENTENCES:
+        for seed in range(40):
+            rng = random.Random(seed)
+            for rewritten in (phrasing.reason_for_call(sentence, rng, style),
+                              phrasing.task_instructions(sentence, rng, style)):
+                assert all(v in rewritten for v in _values(sentence)), (sentence, rewritten)
+
+
+def test_a_rewrite_that_would_lose_a_value_keeps_the_original():
+    original = "Pay Henck AG exactly 301.40."
+    assert phrasing._choose(random.Random(0), original, ["Pay them exactly 301.40."]) == original
+    assert phrasing._choose(random.Random(0), original, ["Ask the agent to pay Henck AG exactly 301.40."]) != original
+
+
+def test_the_grammar_varies_the_framing_across_seeds():
+    sentence = SENTENCES[1]
+    framings = {phrasing.task_instructions(sentence, random.Random(s), "neutral") for s in range(40)}
+    assert len(framings) >= 5
+    assert phrasing.task_instructions(sentence, random.Random(7), "neutral") == \
+        phrasing.task_instructions(sentence, random.Random(7), "neutral")
+
+
+def test_phrasing_follows_the_persona_style():
+    chatty = {phrasing.task_instructions(SENTENCES[1], random.Random(s), "chatty") for s in range(60)}
+    terse = {phrasing.task_instructions(SENTENCES[1], random.Random(s), "terse") for s in range(60)}
+    chatty_marks = ("Politely", "See if you can")
+    assert any(m in t for t in chatty for m in chatty_marks)
+    assert not any(m in t for t in terse for m in chatty_marks)
+    assert any(t.startswith("Just ") for t in terse) and not any(t.startswith("Just ") for t in chatty)
+
+
+ROW = {"first_name": "Ana", "last_name": "Ruiz", "date_of_birth": "1950-03-01", "city": "Granada", "country": "ES"}
+
+
+def test_personas_are_deterministic_and_vary_across_seeds():
+    assert phrasing.persona(random.Random(3), ROW, TODAY) == phrasing.persona(random.Random(3), ROW, TODAY)
+    assert len({phrasing.persona(random.Random(s), ROW, TODAY).text for s in range(30)}) >= 15
+
+
+def test_a_persona_agrees_with_the_users_row():
+    for seed in range(20):
+        text = phrasing.persona(random.Random(seed), ROW, TODAY).text
+        assert "seventies" in text and "from Granada" in text
+        assert "retired" in text or "pensioner" in text
+    student = {"first_name": "Li", "date_of_birth": "2004-05-01", "program_code": "CS", "year": 2}
+    assert "year-2 student in your twenties" in phrasing.persona(random.Random(1), student, TODAY).text
+    unknown = phrasing.persona(random.Random(1), None, TODAY).text
+    assert not any(o in unknown for band in phrasing._OCCUPATIONS.values() for o in band)
+
+
+def test_the_user_row_is_the_one_the_text_names():
+    other = {"first_name": "Bo", "last_name": "Lund", "email": "bo@x.io"}
+    context = {"payee": {"name": "Dumont"}, "other": other, "customer": ROW}
+    assert phrasing.user_row(context, "Your name is Ana Ruiz.") is ROW
+    assert phrasing.user_row(context, "Your email is bo@x.io.") is other
+    assert phrasing.user_row(context, "Nothing about anyone.") is None
+
+
+def test_every_synthesized_task_has_a_persona_and_clean_text(bank):
+    _, accepted = bank
+    assert all(t.user_scenario.persona for t in accepted)
+    assert [t.id for t in accepted if wording_defect(t)] == []
+
+
+def test_skeleton_masks_the_values():
+    task = _task(reason_for_call="You want to pay 301.40 EUR to Henck AG.",
+                 task_instructions="Pay exactly 301.40 and ask for the fee.")
+    task.evaluation_criteria.actions.append(Action(action_id="0", name="pay",
+                                                   arguments={"payee": "Henck AG", "amount": 301.4}))
+    assert skeleton(task) == "You want to pay <v> EUR to <v>. || Pay exactly <v> and ask for the fee."
+
+
+def test_real_intents_have_at_least_five_skeletons(bank):
+    _, accepted = bank
+    by_intent = defaultdict(set)
+    for task in accepted:
+        by_intent[task.meta.intent].add(skeleton(task))
+    counts = {intent: len(s) for intent, s in by_intent.items()}
+    assert statistics.median(counts.values()) >= 5
+    assert [i for i, n in counts.items() if n < 2] == []
