@@ -174,6 +174,8 @@ def _reason_options(sentence: str, style: Style) -> list[str]:
         if sentence.startswith(head):
             rest = sentence[len(head):]
             extra = _REASON_BY_STYLE[style] if key in ("want to", "need to") else ()
+            if rest.split(" ", 1)[0] not in _WH:  # "wondering your balance" is not English
+                frames = tuple(f for f in frames if "wondering" not in f)
             return [*(f.format(rest) for f in (*frames, *extra)), *_prefixed(sentence)]
     lowered = _lower_first(sentence)
     if lowered is not None:

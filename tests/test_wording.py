@@ -128,6 +128,15 @@ def test_the_grammar_keeps_every_value(style):
                 assert all(v in rewritten for v in _values(sentence)), (sentence, rewritten)
 
 
+def test_wondering_frames_only_a_question():
+    asks = {phrasing.reason_for_call("You want to know what your balance is.", random.Random(s), "neutral")
+            for s in range(60)}
+    names = {phrasing.reason_for_call("You want to know your balance.", random.Random(s), "neutral")
+             for s in range(60)}
+    assert "You're wondering what your balance is." in asks
+    assert not any("wondering" in n for n in names)
+
+
 def test_a_rewrite_that_would_lose_a_value_keeps_the_original():
     original = "Pay Henck AG exactly 301.40."
     assert phrasing._choose(random.Random(0), original, ["Pay them exactly 301.40."]) == original
