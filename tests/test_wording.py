@@ -209,3 +209,20 @@ def test_real_intents_have_at_least_five_skeletons(bank):
     counts = {intent: len(s) for intent, s in by_intent.items()}
     assert statistics.median(counts.values()) >= 5
     assert [i for i, n in counts.items() if n < 2] == []
+
+
+def test_the_llm_path_gives_each_task_a_seeded_persona():
+    from toolscale.domains import builtin_domain
+    from toolscale.pipeline.llm.answers import IntentProposal
+    from toolscale.pipeline.llm.tasks import unbuilt_task
+
+    domain = builtin_domain("bank")
+    intent = IntentProposal(name="ask_balance", description="d", kind="read", anchor_table="accounts",
+                            tools=["list_accounts"])
+
+    def persona(task_id: str, seed: int) -> str | None:
+        lineage = Lineage(backend="llm", seed=seed)
+        return unbuilt_task(domain, intent, task_id, lineage, None).user_scenario.persona
+
+    assert persona("bank.ask_balance.000", 0) == persona("bank.ask_balance.000", 0)
+    assert len({persona(f"bank.ask_balance.{k:03d}", 0) for k in range(20)}) >= 10
