@@ -160,7 +160,7 @@ def _render_scenario(domain: Domain, template: TaskTemplate, context: dict[str, 
     rng = random.Random(seed)
     text = {field: render_text(getattr(template, field), context)
             for field in ("reason_for_call", "known_info", "unknown_info", "task_instructions")}
-    who = phrasing.persona(rng, phrasing.user_row(context, " ".join(text.values())), domain.spec.clock.date())
+    who = phrasing.persona(rng, phrasing.user_row(context, text["known_info"]), domain.spec.clock.date())
     return UserScenario(persona=who.text, instructions=StructuredUserInstructions(
         domain=domain.name,
         reason_for_call=phrasing.reason_for_call(text["reason_for_call"], rng, who.style),

@@ -106,14 +106,13 @@ def persona(rng: random.Random, row: dict[str, Any] | None, today: date) -> Pers
     return Persona(rng.choice(forms), style)
 
 
-def user_row(context: dict[str, Any], text: str) -> dict[str, Any] | None:
-    """The bound row that is the user: the first with a name or email the user's text gives."""
-    for value in context.values():
-        if isinstance(value, dict) and value.get("first_name") and (
-                f"{value['first_name']} {value.get('last_name', '')}".strip() in text
-                or (value.get("email") and value["email"] in text)):
-            return value
-    return None
+def user_row(context: dict[str, Any], known_info: str) -> dict[str, Any] | None:
+    """The bound row that is the user: the one whose email or phone, else whose full name, the
+    user's known_info gives (a player or payee named elsewhere in the text is not the caller)."""
+    people = [v for v in context.values() if isinstance(v, dict) and v.get("first_name")]
+    by_contact = [p for p in people if any(p.get(f) and str(p[f]) in known_info for f in ("email", "phone"))]
+    by_name = [p for p in people if f"{p['first_name']} {p.get('last_name', '')}".strip() in known_info]
+    return (by_contact or by_name or [None])[0]
 
 
 # ---- framing -------------------------------------------------------------------------------

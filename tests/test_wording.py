@@ -184,6 +184,7 @@ def test_the_user_row_is_the_one_the_text_names():
     context = {"payee": {"name": "Dumont"}, "other": other, "customer": ROW}
     assert phrasing.user_row(context, "Your name is Ana Ruiz.") is ROW
     assert phrasing.user_row(context, "Your email is bo@x.io.") is other
+    assert phrasing.user_row(context, "You ask about Ana Ruiz. Your email is bo@x.io.") is other
     assert phrasing.user_row(context, "Nothing about anyone.") is None
 
 
