@@ -17,7 +17,7 @@ from typing import Any
 
 Style = str  # "terse", "neutral" or "chatty": how the user talks, and so how the text is framed
 
-_TEMPERAMENTS = ("polite", "patient", "impatient", "anxious", "cheerful", "blunt", "easy-going", "meticulous",
+_TEMPERAMENTS = ("polite", "calm", "impatient", "anxious", "cheerful", "blunt", "easy-going", "meticulous",
                  "easily distracted", "sceptical", "warm", "hurried", "reserved", "good-humoured")
 # (third person, second person, style)
 _MANNERS = (
