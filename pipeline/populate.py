@@ -3,11 +3,17 @@
 Deterministic for a seed: each table draws from its own generators (seeded from the run seed,
 the domain and the table), so changing one table's hints leaves the others' values alone.
 Foreign keys point at existing rows, unique columns are retried until free, enums hold.
+
+A template's output is converted to its column's type (`typed`), so the same hint works whether a
+person or a model wrote it. A hint that cannot fill its column does not stop the tables: every
+column that fails is noted (once) and the PopulateError lists them all, one line each, so a
+repair round can fix every one at once.
 """
 
 from __future__ import annotations
 
 import random
+import re
 from datetime import timedelta
 from typing import Any
 
@@ -22,10 +28,32 @@ from .templating import (TemplateError, date_helpers, derive_seed, faker_helper,
 
 Rows = dict[str, list[dict[str, Any]]]
 UNIQUE_TRIES = 200
+_INTEGER = re.compile(r"[+-]?[0-9]+(\.0*)?")
+_NUMBER = re.compile(r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?")
+_BOOLEANS = {"true": True, "false": False}
 
 
 class PopulateError(ValueError):
-    """A generation hint that cannot produce a valid value; names the table and column."""
+    """Generation hints that cannot produce valid values: one line per table and column."""
+
+
+def typed(col: Column, value: Any) -> Any:
+    """A template's output as `col`'s type: text that spells a number becomes the number for a number
+    or integer column ('15.0' -> 15.0), 'true'/'false' a boolean, and a number becomes text for a
+    string column (3001 -> '3001'). Anything else is returned as it is, for `coerce` to refuse.
+    (Jinja prints a template with blocks as text, and keeps a lone `{{ expr }}`'s native type.)"""
+    if isinstance(value, str) and col.type in ("integer", "number", "boolean"):
+        text = value.strip()
+        if col.type == "boolean":
+            return _BOOLEANS.get(text.lower(), value)
+        if col.type == "integer" and _INTEGER.fullmatch(text):
+            return int(text.split(".")[0])
+        if col.type == "number" and _NUMBER.fullmatch(text):
+            return float(text)
+        return value
+    if col.type == "string" and isinstance(value, (int, float)) and not isinstance(value, bool):
+        return str(value)
+    return value
 
 
 class _TableFiller:
@@ -41,6 +69,7 @@ class _TableFiller:
                 raise PopulateError(f"{table.name}: unknown Faker locale {locale!r}") from None
         self.dates = date_helpers(spec.clock)
         self.taken: dict[str, set[Any]] = {c.name: set() for c in table.columns if c.unique}
+        self.errors: dict[str, str] = {}  # column -> why its hint fails: the first reason only
 
     def _key(self, n: int) -> Any:
         pk = self.table.primary_key
@@ -52,8 +81,12 @@ class _TableFiller:
         if gen.faker is not None:
             provider = getattr(faker, gen.faker, None) if not gen.faker.startswith("_") else None
             if not callable(provider):
-                raise PopulateError(f"{self.table.name}.{col.name}: unknown Faker provider {gen.faker!r}")
-            return provider(**gen.args)
+                raise PopulateError(f"unknown Faker provider {gen.faker!r}")
+            try:
+                return provider(**gen.args)
+            except Exception as exc:  # wrong `args` for the provider: a TypeError, a ValueError...
+                raise PopulateError(f"Faker provider {gen.faker!r} with args {gen.args}: "
+                                    f"{type(exc).__name__}: {exc}") from None
         if gen.choice is not None:
             return self.rng.choices(gen.choice, weights=gen.weights)[0] if gen.weights else self.helpers["pick"](gen.choice)
         if gen.range is not None:
@@ -67,24 +100,33 @@ class _TableFiller:
             return faker.bothify(gen.pattern)
         return render_value(gen.template, context)
 
+    def _fail(self, col: Column, reason: str, value: Any) -> Any:
+        """Note why `col` cannot be filled and go on with `value`, so the other columns get checked too."""
+        self.errors.setdefault(col.name, f"{self.table.name}.{col.name}: {reason}")
+        return value
+
     def _value(self, col: Column, context: dict[str, Any], faker: Faker) -> Any:
-        for _ in range(UNIQUE_TRIES if col.unique else 1):
+        failed = col.name in self.errors  # one try: its reason is known, the row goes on for the others
+        for _ in range(UNIQUE_TRIES if col.unique and not failed else 1):
             if col.gen is not None:
                 try:
                     raw = self._generate(col, col.gen, context, faker)
-                except TemplateError as exc:
-                    raise PopulateError(f"{self.table.name}.{col.name}: {exc}") from None
+                except (TemplateError, PopulateError) as exc:
+                    return self._fail(col, str(exc).removeprefix(f"{self.table.name}.{col.name}: "), None)
+                if col.gen.template is not None:
+                    raw = typed(col, raw)
             else:
                 raw = self.helpers["pick"](col.enum)
             try:
                 value = coerce(self.table, col, raw)
             except ToolError as exc:
-                raise PopulateError(f"{self.table.name}.{col.name}: generated value does not fit: {exc}") from None
+                shown = f" (template {col.gen.template!r})" if col.gen is not None and col.gen.template else ""
+                return self._fail(col, f"generated value does not fit: {exc}{shown}", raw)
             if not col.unique or value not in self.taken[col.name]:
                 if col.unique:
                     self.taken[col.name].add(value)
                 return value
-        raise PopulateError(f"{self.table.name}.{col.name}: no free unique value after {UNIQUE_TRIES} tries")
+        return self._fail(col, f"no free unique value after {UNIQUE_TRIES} tries", value)
 
     def row(self, seq: int, parent: dict[str, Any] | None, seq_in_parent: int) -> dict[str, Any]:
         locale = self.helpers["pick"](self.table.locales)
@@ -98,9 +140,10 @@ class _TableFiller:
                 target_row = parent
             else:
                 target_rows = self.rows[col.references.split(".")[0]]
-                if not target_rows:
-                    raise PopulateError(f"{self.table.name}.{col.name}: {col.references} has no rows to point at")
-                target_row = self.helpers["pick"](target_rows)
+                if target_rows:
+                    target_row = self.helpers["pick"](target_rows)
+                else:
+                    target_row = self._fail(col, f"{col.references} has no rows to point at", {})
             refs[col.name] = target_row
         context = {"refs": refs, "locale": locale, "seq": seq, "seq_in_parent": seq_in_parent,
                    "fake": faker_helper(faker), "numerify": faker.numerify, **self.dates, **self.helpers}
@@ -108,31 +151,41 @@ class _TableFiller:
             if col.primary_key:
                 row[col.name] = self._key(seq + 1)
             elif col.references:
-                row[col.name] = refs[col.name][col.references.split(".")[1]]
+                row[col.name] = refs[col.name].get(col.references.split(".")[1])
             else:
                 row[col.name] = self._value(col, {**context, **row}, faker)
             context[col.name] = row[col.name]
         return row
 
 
+def _fixed_rows(table: Table, errors: list[str]) -> list[dict[str, Any]]:
+    out = []
+    for fixed in table.data:
+        try:
+            out.append({c.name: coerce(table, c, fixed.get(c.name)) for c in table.columns})
+        except ToolError as exc:
+            errors.append(f"{table.name}: fixed row {fixed}: {exc}")
+    return out
+
+
 def populate(spec: DomainSpec, seed: int, scale: float = 1.0) -> Rows:
     """Rows for every table of `spec`: fixed `data` first, then generated rows (`rows` times
     `scale`, but at least as many as fixed rows elsewhere point at). PopulateError, before any row
-    is made, when that could be more rows than a table or a database may hold."""
+    is made, when that could be more rows than a table or a database may hold; after all tables,
+    listing every column and fixed row that failed."""
     problem = spec.size_problem(scale)
     if problem is not None:
         raise PopulateError(f"{spec.name}: {problem[1]}")
     needed = spec.referenced_by_fixed_rows()
     rows: Rows = {}
+    errors: list[str] = []
     for table in spec.creation_order():
-        filler = _TableFiller(spec, table, rows, seed)
-        out = []
-        for fixed in table.data:
-            try:
-                out.append({c.name: coerce(table, c, fixed.get(c.name)) for c in table.columns})
-            except ToolError as exc:
-                raise PopulateError(f"{table.name}: fixed row {fixed}: {exc}") from None
-        rows[table.name] = out
+        out = rows[table.name] = _fixed_rows(table, errors)
+        try:
+            filler = _TableFiller(spec, table, rows, seed)
+        except PopulateError as exc:
+            errors.append(str(exc))
+            continue
         if table.per is not None:
             parent_table = table.column(table.per.column).references.split(".")[0]
             for parent in rows[parent_table]:
@@ -141,6 +194,9 @@ def populate(spec: DomainSpec, seed: int, scale: float = 1.0) -> Rows:
         else:
             for i in range(max(round(table.rows * scale), needed.get(table.name, 0) - len(out))):
                 out.append(filler.row(len(out), None, i))
+        errors.extend(filler.errors.values())
+    if errors:
+        raise PopulateError("\n".join(errors))
     return rows
 
 

@@ -70,6 +70,54 @@ def test_an_impossible_unique_column_is_reported(library_source):
         populate(parse_spec(text), 0)
 
 
+def _with_hints(source: str, **hints: str) -> str:
+    """The library's domain.yaml with books given extra columns: name -> 'type, gen: {...}'."""
+    extra = "".join(f"      - {{name: {name}, {hint}}}\n" for name, hint in hints.items())
+    return source.replace("      - {name: copies, type: integer, gen: {range: [0, 3]}}\n",
+                          "      - {name: copies, type: integer, gen: {range: [0, 3]}}\n" + extra)
+
+
+def test_template_output_takes_the_column_type(library_source):
+    """The audit's three: a number for a text column, a block template's '15.0' for a number
+    column, 'true' for a boolean column. Each comes out as the column's type."""
+    text = _with_hints(library_source["domain.yaml"],
+                       shelf_code='type: string, gen: {template: "{{ 3001 + seq * 7 }}"}',
+                       fee='type: number, gen: {template: "{% if seq > 2 %}15.0{% else %}2.5{% endif %}"}',
+                       pages='type: integer, gen: {template: " {{ 100 + seq }}{% if true %}{% endif %} "}',
+                       lendable="type: boolean, gen: {template: \"{{ 'true' if seq % 2 else 'False' }}\"}")
+    books = populate(parse_spec(text), 0)["books"]
+    assert [b["shelf_code"] for b in books[:2]] == ["3001", "3008"]
+    assert [b["fee"] for b in books[2:4]] == [2.5, 15.0] and isinstance(books[0]["fee"], float)
+    assert books[1]["pages"] == 101
+    assert [b["lendable"] for b in books[:2]] == [False, True]
+
+
+@pytest.mark.parametrize("hint, words", [
+    ('type: number, gen: {template: "{% if true %}about 15{% endif %}"}', "must be a finite number, got 'about 15'"),
+    ("type: boolean, gen: {template: \"{{ 'yes' }}\"}", "must be true or false, got 'yes'"),
+    ('type: string, gen: {template: "{{ seq > 3 }}"}', "must be text, got False"),
+    ('type: integer, gen: {template: "{% if true %}2.5{% endif %}"}', "must be a whole number, got '2.5'"),
+])
+def test_a_template_value_that_cannot_be_converted_names_table_column_type_and_value(library_source, hint, words):
+    with pytest.raises(PopulateError) as error:
+        populate(parse_spec(_with_hints(library_source["domain.yaml"], odd=hint)), 0)
+    assert f"books.odd: generated value does not fit: books.odd {words} (template " in str(error.value)
+
+
+def test_every_column_that_cannot_be_filled_is_reported_at_once(library_source):
+    text = _with_hints(library_source["domain.yaml"],
+                       a="type: boolean, gen: {template: \"{{ 'maybe' }}\"}",
+                       b='type: number, gen: {template: "{{ nowhere + 1 }}"}',
+                       c="type: string, gen: {faker: no_such_provider}",
+                       d="type: string, gen: {faker: name, args: {colour: red}}")
+    text = text.replace('template: "member{{ seq }}@library.test"', "choice: [a@b.c, d@e.f]")
+    with pytest.raises(PopulateError) as error:
+        populate(parse_spec(text), 0)
+    lines = str(error.value).splitlines()
+    assert [line.split(":")[0] for line in lines] == ["members.email", "books.a", "books.b", "books.c", "books.d"]
+    assert "'nowhere' is undefined" in lines[2] and "args {'colour': 'red'}" in lines[4]
+
+
 @pytest.mark.parametrize("scale", [0.1, 4])
 @pytest.mark.parametrize("name", available_domains())
 def test_every_builtin_domain_loads_at_other_scales(name, scale):
