@@ -158,16 +158,19 @@ def load_domain_text(spec_text: str, tools_text: str, policy_text: str, origin: 
 
 
 def _check_rules(spec: DomainSpec, toolkit: Toolkit, filename: str) -> None:
+    """DomainError listing every rule and intent that names a tool the toolkit lacks, one line each."""
+    problems = []
     for rule in spec.rules:
         named = rule.enforced_by + ([*rule.check.first, *rule.check.then] if rule.check else [])
         unknown = [t for t in named if t not in toolkit.specs]
         if unknown:
-            raise DomainError(f"{filename}: rule {rule.id!r} names unknown tool(s) {', '.join(unknown)}")
+            problems.append(f"{filename}: rule {rule.id!r} names unknown tool(s) {', '.join(unknown)}")
     for intent in spec.intents:
         named = [*intent.tools, *(a.name for a in (intent.template.actions if intent.template else []))]
-        for name in named:
-            if name not in toolkit.specs:
-                raise DomainError(f"{filename}: intent {intent.name!r} uses unknown tool {name!r}")
+        problems += [f"{filename}: intent {intent.name!r} uses unknown tool {name!r}"
+                     for name in dict.fromkeys(named) if name not in toolkit.specs]
+    if problems:
+        raise DomainError("\n".join(problems))
 
 
 def load_domain(path: str | Path) -> Domain:

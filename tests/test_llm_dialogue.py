@@ -9,7 +9,7 @@ import pytest
 from llm_server import LLMTestServer
 from toolscale.pipeline.llm import LLMClient, LLMConfig, Usage
 from toolscale.pipeline.llm.answers import RowsAnswer, TaskAnswer
-from toolscale.pipeline.llm.dialogue import Invalid, Problem, parse_answer, solicit
+from toolscale.pipeline.llm.dialogue import MAX_PROBLEMS, Invalid, Problem, parse_answer, repair_prompt, solicit
 
 
 def test_an_answer_in_a_code_fence_parses():
@@ -76,3 +76,19 @@ def test_the_repair_prompt_carries_the_validation_errors_back():
     assert outcome.value == []  # the last round keeps what is valid: nothing
     assert [m["role"] for m in seen[1]] == ["user", "assistant", "user"]
     assert "x must be a whole number" in seen[1][-1]["content"]
+
+
+def test_the_repair_prompt_groups_every_problem_by_field_and_counts_what_it_leaves_out():
+    problems = [Problem("row_invalid", f"row {i}: x must be a whole number", f"rows.{i % 2}") for i in range(14)]
+    text = repair_prompt([Problem("row_invalid", "3 rows given, 4 wanted", "rows"), *problems])
+    assert text.count("- rows.0:") == 1 and text.count("- rows.1:") == 1 and text.count("- rows:") == 1
+    assert text.index("- rows:") < text.index("3 rows given") < text.index("- rows.0:")
+    assert text.count("x must be a whole number") == MAX_PROBLEMS - 1
+    assert f"and {15 - MAX_PROBLEMS} more problems" in text
+
+
+def test_a_schema_error_is_filed_under_the_list_item_it_is_in():
+    with pytest.raises(Invalid) as error:
+        parse_answer('{"reason_for_call": "r", "task_instructions": "t", "actions": [{"name": 3}, {"arguments": 1}]}',
+                     TaskAnswer)
+    assert {p.field for p in error.value.problems} == {"actions.0", "actions.1"}

@@ -64,3 +64,14 @@ def test_unknown_builtin_domain_lists_the_known_ones():
 def test_builtin_names_follow_toolscale():
     assert BUILTIN_DOMAINS == ("bank", "basketball", "ecommerce", "medicine", "movie", "railway", "restaurant",
                                "school", "travel", "weather")
+
+
+def test_every_rule_and_intent_naming_an_unknown_tool_is_listed_at_once(library_source):
+    text = (library_source["domain.yaml"].replace("enforced_by: [borrow_book]}", "enforced_by: [lend_book]}")
+            .replace("{name: find_member,", "{name: find_patron,"))
+    with pytest.raises(DomainError) as err:
+        load_domain_text(text, library_source["tools.py"], library_source["policy.md"], "library")
+    lines = str(err.value).splitlines()
+    assert [line.split(": ", 1)[1] for line in lines] == [
+        "rule 'active_members' names unknown tool(s) lend_book", "rule 'copies' names unknown tool(s) lend_book",
+        "intent 'borrow' uses unknown tool 'find_patron'"]

@@ -21,9 +21,9 @@ from toolscale.domains.domain import parse_spec
 from toolscale.domains.spec import IDENTIFIER, DomainSpec, Intent
 from toolscale.domains.sql import build_metadata, create_schema
 
-from ..populate import Rows, populate
+from ..populate import PopulateError, Rows, populate
 from .answers import DesignAnswer, IntentProposal, IntentsAnswer, ToolsAnswer
-from .dialogue import Invalid, Problem
+from .dialogue import MAX_PROBLEMS, Invalid, Problem
 
 SMOKE_SCALE = 1.0  # the scale the offline backend fills at: reference rows may point at generated ones
 _SMOKE_OK = {"ToolError", "InvalidArguments"}
@@ -35,34 +35,96 @@ def spec_yaml(spec: DomainSpec) -> str:
     return yaml.safe_dump(data, sort_keys=False, allow_unicode=True, width=110)
 
 
-def _problems(exc: Exception, category: str) -> list[Problem]:
-    return [Problem(category, line) for line in str(exc).splitlines() if line.strip()][:12]
+_SPEC_LINE = re.compile(r"^[^:]*:(?:\d+|None): (?P<loc>[^:\s]+): ")
+_COLUMN_LINE = re.compile(r"^(?P<table>[a-z][a-z0-9_]*)(?:\.[a-z][a-z0-9_]*)?: ")
 
 
-def smoke_rows(spec: DomainSpec, seed: int) -> Rows:
-    """Rows from the design's generation hints, inserted with every constraint on."""
-    try:
-        rows = populate(spec, seed, SMOKE_SCALE)
-    except Exception as exc:  # a bad hint fails in many ways (PopulateError, TemplateError, KeyError...)
-        raise Invalid([Problem("generation_hint", f"the gen hints cannot fill the tables: {exc}")]) from None
+_NAMED = re.compile(r": (?P<kind>rule|intent) '(?P<name>[^']+)'")
+
+
+def _tools_field(line: str) -> str:
+    """'rule late_fee' for a loader line about a rule's tools; the tools' `source` otherwise."""
+    match = _NAMED.search(line)
+    return f"{match.group('kind')} {match.group('name')}" if match else "source"
+
+
+def _spec_field(line: str, spec_tables: list[Any]) -> str:
+    """'table rides' for a loader line about tables.3...; the top-level key otherwise."""
+    match = _SPEC_LINE.match(line)
+    if not match:
+        return ""
+    loc = match.group("loc").split(".")
+    if loc[0] == "tables" and len(loc) > 1 and loc[1].isdigit() and int(loc[1]) < len(spec_tables):
+        return f"table {spec_tables[int(loc[1])].name}"
+    return ".".join(loc[:2]) if len(loc) > 1 and loc[1].isdigit() else loc[0]
+
+
+def _table_field(line: str) -> str:
+    """'table rides' for a populate line such as 'rides.time_fee: ...'."""
+    match = _COLUMN_LINE.match(line)
+    return f"table {match.group('table')}" if match else ""
+
+
+def _insert_problems(spec: DomainSpec, rows: Rows) -> list[Problem]:
+    """The constraints the rows break, table by table (a table that fails is left out, so its children
+    may fail too: the first table named is the one to fix)."""
     engine = sa.create_engine("sqlite://")
     sa.event.listen(engine, "connect", lambda conn, _: conn.execute("PRAGMA foreign_keys = ON"))
     metadata = build_metadata(spec)
+    problems = []
     try:
         with engine.begin() as conn:
             create_schema(metadata, conn)
-            for table in spec.creation_order():
-                if rows[table.name]:
-                    conn.execute(metadata.tables[table.name].insert(), rows[table.name])
-    except sa.exc.DBAPIError as exc:
-        raise Invalid([Problem("generation_hint", f"generated rows break a constraint: {exc.orig}")]) from None
+        for table in spec.creation_order():
+            try:
+                with engine.begin() as conn:
+                    if rows[table.name]:
+                        conn.execute(metadata.tables[table.name].insert(), rows[table.name])
+            except sa.exc.DBAPIError as exc:
+                problems.append(Problem("generation_hint", f"{table.name}: generated rows break a constraint: "
+                                                           f"{exc.orig}", f"table {table.name}"))
     finally:
         engine.dispose()
+    return problems
+
+
+def smoke_rows(spec: DomainSpec, seed: int) -> Rows:
+    """Rows from the design's generation hints, inserted with every constraint on; Invalid lists every
+    column the hints cannot fill, or every table whose rows break a constraint."""
+    try:
+        rows = populate(spec, seed, SMOKE_SCALE)
+    except PopulateError as exc:
+        raise Invalid([Problem("generation_hint", f"the gen hints cannot fill the tables: {line}", _table_field(line))
+                       for line in str(exc).splitlines()][:MAX_PROBLEMS]) from None
+    except Exception as exc:  # a hint can still fail in a way populate does not name (a KeyError...)
+        raise Invalid([Problem("generation_hint", f"the gen hints cannot fill the tables: "
+                                                  f"{type(exc).__name__}: {exc}")]) from None
+    problems = _insert_problems(spec, rows)
+    if problems:
+        raise Invalid(problems[:MAX_PROBLEMS])
     return rows
 
 
+def _design_problems(spec: DomainSpec) -> list[Problem]:
+    """What the loader accepts but a designed domain cannot use."""
+    problems = []
+    if not any(t.rows > 0 or t.per is not None for t in spec.tables):
+        problems.append(Problem("spec", "no table gets rows: give the main tables `rows` or `per`", "tables"))
+    for table in spec.tables:
+        for col in table.columns:
+            if col.references and col.gen is not None:
+                problems.append(Problem("spec", f"{table.name}.{col.name} references {col.references}, so its "
+                                                f"value is a key of that table: remove its gen", f"table {table.name}"))
+    for rule in spec.rules:
+        bad = [t for t in rule.enforced_by if not re.fullmatch(IDENTIFIER, t)]
+        if bad:
+            problems.append(Problem("spec", f"rule {rule.id!r}: {', '.join(map(repr, bad))} are not tool names",
+                                    f"rule {rule.id}"))
+    return problems
+
+
 def build_design(name: str, answer: DesignAnswer, seed: int) -> tuple[DomainSpec, str, Rows]:
-    """(spec, policy, smoke rows) from a design answer, or Invalid."""
+    """(spec, policy, smoke rows) from a design answer, or Invalid with every problem found."""
     data = {"name": name, "description": answer.description, "clock": answer.clock.isoformat(),
             "tables": [t.model_dump(mode="json", exclude_defaults=True) for t in answer.tables],
             "rules": [r.model_dump(mode="json") for r in answer.rules]}
@@ -70,17 +132,16 @@ def build_design(name: str, answer: DesignAnswer, seed: int) -> tuple[DomainSpec
     try:
         spec = parse_spec(text, f"{name}/domain.yaml")
     except DomainError as exc:
-        raise Invalid(_problems(exc, "spec")) from None
-    problems = []
-    if not any(t.rows > 0 or t.per is not None for t in spec.tables):
-        problems.append(Problem("spec", "no table gets rows: give the main tables `rows` or `per`"))
-    for rule in spec.rules:
-        bad = [t for t in rule.enforced_by if not re.fullmatch(IDENTIFIER, t)]
-        if bad:
-            problems.append(Problem("spec", f"rule {rule.id!r}: {', '.join(map(repr, bad))} are not tool names"))
+        raise Invalid([Problem("spec", line, _spec_field(line, answer.tables))
+                       for line in str(exc).splitlines() if line.strip()][:MAX_PROBLEMS]) from None
+    problems = _design_problems(spec)
+    try:
+        rows = smoke_rows(spec, seed)
+    except Invalid as exc:
+        problems += exc.problems
     if problems:
-        raise Invalid(problems)
-    return spec, answer.policy, smoke_rows(spec, seed)
+        raise Invalid(problems[:MAX_PROBLEMS])
+    return spec, answer.policy, rows
 
 
 def _smoke_value(name: str, schema: dict[str, Any], rows: Rows) -> Any:
@@ -105,7 +166,7 @@ def _smoke_tools(domain: Domain, rows: Rows) -> list[Problem]:
                 result = fork.call(spec.name, args)
             if not result.ok and result.error_type not in _SMOKE_OK:
                 problems.append(Problem("tool_crash", f"tool {spec.name!r} crashed when called with {args}: "
-                                                      f"{result.error_type}: {result.error}"))
+                                                      f"{result.error_type}: {result.error}", f"tool {spec.name}"))
     return problems
 
 
@@ -115,15 +176,31 @@ def build_tools(spec: DomainSpec, policy: str, answer: ToolsAnswer, rows: Rows) 
         domain = load_domain_text(spec_yaml(spec), answer.source, policy, spec.name)
     except DomainError as exc:
         category = "missing_tool" if "unknown tool" in str(exc) else "tool_compile"
-        raise Invalid(_problems(exc, category)) from None
+        raise Invalid([Problem(category, line, _tools_field(line))
+                       for line in str(exc).splitlines() if line.strip()][:MAX_PROBLEMS]) from None
     problems = _smoke_tools(domain, rows)
     if problems:
-        raise Invalid(problems)
+        raise Invalid(problems[:MAX_PROBLEMS])
     return domain
 
 
 def _normalized(text: str) -> str:
     return " ".join(re.findall(r"[a-z0-9]+", text.lower()))
+
+
+def _intent_problems(intent: IntentProposal, tools: dict[str, Any], populated: set[str]) -> list[Problem]:
+    problems = []
+    unknown = [t for t in intent.tools if t not in tools]
+    if unknown:
+        problems.append(Problem("unknown_tool", f"intent {intent.name!r} names unknown tool(s) "
+                                                f"{', '.join(unknown)}; the tools are: {', '.join(tools)}",
+                                f"intent {intent.name}"))
+    if intent.anchor_table not in populated:
+        choose = ", ".join(sorted(populated))
+        problems.append(Problem("unknown_table", f"intent {intent.name!r}: anchor_table {intent.anchor_table!r} "
+                                                 f"is not a table with rows; choose from {choose}",
+                                f"intent {intent.name}"))
+    return problems
 
 
 def build_intents(domain: Domain, answer: IntentsAnswer, count: int, final: bool) -> list[IntentProposal]:
@@ -134,19 +211,13 @@ def build_intents(domain: Domain, answer: IntentsAnswer, count: int, final: bool
     seen: set[str] = set()
     problems: list[Problem] = []
     for intent in answer.intents:
-        unknown = [t for t in intent.tools if t not in tools]
-        if unknown:
-            problems.append(Problem("unknown_tool", f"intent {intent.name!r} names unknown tool(s) "
-                                                    f"{', '.join(unknown)}; the tools are: {', '.join(tools)}"))
-        elif intent.anchor_table not in populated:
-            choose = ", ".join(sorted(populated))
-            problems.append(Problem("unknown_table", f"intent {intent.name!r}: anchor_table {intent.anchor_table!r} "
-                                                     f"is not a table with rows; choose from {choose}"))
-        elif intent.name not in seen and _normalized(intent.description) not in seen:
+        wrong = _intent_problems(intent, tools, populated)
+        problems += wrong
+        if not wrong and intent.name not in seen and _normalized(intent.description) not in seen:
             seen.update((intent.name, _normalized(intent.description)))
             kept.append(intent)
     if problems and not final:
-        raise Invalid(problems)
+        raise Invalid(problems[:MAX_PROBLEMS])
     if not kept:
         raise Invalid(problems or [Problem("no_intents", "no usable intent was proposed")])
     return kept[:count]

@@ -2,9 +2,11 @@
 
 `solicit` sends a prompt, parses the answer as JSON into the stage's pydantic answer type, and
 hands it to the stage's `build` function, which applies the same validators as the offline path
-(the loader, the tool compiler, gold replay...) and raises `Invalid` with what is wrong. The
-problems go back to the model as a repair prompt, at most `rounds` times; after that the outcome
-is a rejection whose reason names the category and the first problem. A request that got no
+(the loader, the tool compiler, gold replay...) and raises `Invalid` with what is wrong. Validators
+collect every problem of an answer rather than stopping at the first, each with the `field` it is
+about, so one repair prompt (grouped by field, up to MAX_PROBLEMS) lets the model fix them all.
+The problems go back to the model at most `rounds` times; after that the outcome is a rejection
+whose reason names the category and the first problem. A request that got no
 answer at all (LLMRequestError) is a rejection too: nothing is lost without a recorded reason.
 """
 
@@ -30,10 +32,19 @@ _FENCE = re.compile(r"^\s*```[a-zA-Z]*\s*\n(?P<body>.*?)\n\s*```\s*$", re.S)
 
 @dataclass(frozen=True)
 class Problem:
-    """One thing wrong with an answer; `category` is what reports count (e.g. 'invalid_json')."""
+    """One thing wrong with an answer; `category` is what reports count (e.g. 'invalid_json'), `field`
+    the part of the answer it is about (e.g. 'table rides', 'actions.2'), by which repairs group them."""
 
     category: str
     message: str
+    field: str = ""
+
+
+def schema_field(loc: tuple) -> str:
+    """The part of an answer a pydantic error location points into: 'tables.3' of
+    ('tables', 3, 'columns', 2, 'type'), 'policy' of ('policy',)."""
+    parts = [str(p) for p in loc]
+    return ".".join(parts[:2]) if len(parts) > 1 and isinstance(loc[1], int) else ".".join(parts[:1])
 
 
 class Invalid(Exception):
@@ -96,8 +107,13 @@ def parse_answer(text: str, answer_type: type[A]) -> A:
         problems = []
         for err in exc.errors()[:MAX_PROBLEMS]:
             where = ".".join(str(p) for p in err["loc"]) or "(top level)"
-            problems.append(Problem("schema", f"{where}: {err['msg']}"))
+            problems.append(Problem("schema", f"{where}: {err['msg']}", schema_field(err["loc"])))
         raise Invalid(problems) from None
+
+
+def repair_prompt(problems: list[Problem]) -> str:
+    """The repair message: the first MAX_PROBLEMS problems grouped by field, and how many more there are."""
+    return render("partials/repair.j2", problems=problems[:MAX_PROBLEMS], more=max(0, len(problems) - MAX_PROBLEMS))
 
 
 def schema_of(answer_type: type[BaseModel]) -> tuple[str, dict[str, Any]]:
@@ -160,6 +176,6 @@ async def solicit(client: LLMClient, usage: Usage, stage: str, messages: list[di
         if parsed is not None:
             earlier.append(parsed)
         messages += [{"role": "assistant", "content": answer.content},
-                     {"role": "user", "content": render("partials/repair.j2", problems=problems[:MAX_PROBLEMS])}]
+                     {"role": "user", "content": repair_prompt(problems)}]
         repairs += 1
         usage.count(stage, "repair_rounds")

@@ -54,10 +54,10 @@ def build_hardened(domain: Domain, env: Environment, base: Task, intent: IntentP
     task = build_task(domain, env, intent, tools, answer.task, f"{base.id}.hard", lineage)
     calls = len(task.evaluation_criteria.actions)
     if _same_task(task, base):
-        raise Invalid([Problem("unchanged", "the task is the one given: apply at least one of the steps")])
+        raise Invalid([Problem("unchanged", "the task is the one given: apply at least one of the steps", "task")])
     if "composition" in answer.steps and calls <= len(base.evaluation_criteria.actions):
         raise Invalid([Problem("not_composed", f"a composition adds a second request, but the gold has {calls} "
-                                               f"actions, as many as the original's or fewer")])
+                                               f"actions, as many as the original's or fewer", "steps")])
     return _as_variant(domain, base, task, answer.steps)
 
 

@@ -152,14 +152,14 @@ class TableFill:
         for i, raw in enumerate(answer.rows):
             row, errors = self._row(i, raw, batch, taken)
             if errors:
-                problems.extend(Problem("row_invalid", e) for e in errors)
+                problems.extend(Problem("row_invalid", e, f"rows.{i}") for e in errors)
                 continue
             for name in taken:
                 if row.get(name) is not None:
                     taken[name].add(row[name])
             good.append(row)
         if not batch.parents and len(answer.rows) < batch.count:
-            problems.append(Problem("row_invalid", f"{len(answer.rows)} rows given, {batch.count} wanted"))
+            problems.append(Problem("row_invalid", f"{len(answer.rows)} rows given, {batch.count} wanted", "rows"))
         if problems and (not final or not good):
             raise Invalid(problems)
         good = good[:batch.count] if not batch.parents else good

@@ -20,7 +20,7 @@ from ..instantiate import difficulty_of, write_calls
 from ..phrasing import persona
 from ..templating import TemplateError, derive_seed, render_text, render_value
 from .answers import IntentProposal, TaskAnswer
-from .dialogue import Invalid, Problem, Unrepairable
+from .dialogue import MAX_PROBLEMS, Invalid, Problem, Unrepairable
 
 
 class Declined(Unrepairable):
@@ -61,7 +61,7 @@ def build_task(domain: Domain, env: Environment, intent: IntentProposal, tools: 
     unknown = [(i, a.name) for i, a in enumerate(answer.actions) if a.name not in tools]
     if unknown:
         raise Invalid([Problem("unknown_tool", f"action {i} calls {name!r}, which is not one of the tools offered "
-                                               f"({', '.join(tools)})") for i, name in unknown])
+                                               f"({', '.join(tools)})", f"actions.{i}") for i, name in unknown])
     actions: list[Action] = []
     outputs: list[Any] = []
     with env.fork() as fork:
@@ -69,23 +69,27 @@ def build_task(domain: Domain, env: Environment, intent: IntentProposal, tools: 
             try:
                 arguments = render_value(step.arguments, {"out": outputs})
             except TemplateError as exc:
-                raise Invalid([Problem("bad_reference", f"action {i} ({step.name}): {exc}")]) from None
+                raise Invalid([Problem("bad_reference", f"action {i} ({step.name}): {exc}", f"actions.{i}")]) from None
             result = fork.call(step.name, arguments)
             if not result.ok:
                 raise Invalid([Problem("replay_failed", f"action {i} ({step.name}) failed: "
-                                                        f"{result.error_type}: {result.error}")])
+                                                        f"{result.error_type}: {result.error} (the calls after "
+                                                        f"it were not replayed)", f"actions.{i}")])
             actions.append(Action(action_id=str(i), name=step.name, arguments=arguments))
             outputs.append(result.output)
         final_hash = fork.state_hash()
-    communicate = []
+    communicate, problems = [], []
     for j, source in enumerate(answer.communicate):
         try:
             value = render_text(source, {"out": outputs}).strip()
         except TemplateError as exc:
-            raise Invalid([Problem("bad_reference", f"communicate[{j}]: {exc}")]) from None
+            problems.append(Problem("bad_reference", f"communicate[{j}]: {exc}", f"communicate.{j}"))
+            continue
         if not value:
-            raise Invalid([Problem("bad_reference", f"communicate[{j}] {source!r} renders empty")])
+            problems.append(Problem("bad_reference", f"communicate[{j}] {source!r} renders empty", f"communicate.{j}"))
         communicate.append(value)
+    if problems:
+        raise Invalid(problems[:MAX_PROBLEMS])
     task = _task(domain, intent, task_id, lineage, answer, actions, communicate, outputs, final_hash)
     return with_checkable_answers(task)
 
