@@ -13,7 +13,11 @@ of a faulted request may pass. Transport faults (429, 500, a timeout) answer no 
 purpose). Content faults answer a broken artifact: malformed JSON, a schema-invalid object, a
 hallucinated tool name, or tools that do not compile. At most `max_per_conversation` content
 faults hit one conversation (a prompt and its repair rounds), so a client that repairs loses
-nothing.
+nothing. Two design kinds, not among the defaults, replay what a capable model wrote in the audit
+(notes/audit-2026-12-01/llm_real.md): "bad_gen_hints" gives three tables a column whose template
+cannot fill it (all three at once, as that model's first answer had them), "typed_templates" adds
+the audit's templates that print their numbers and booleans as text (which populate converts).
+`bodies` keeps every request body, for tests that read the repair prompts.
 
 Run it by hand: `python tests/llm_server.py --port 8011 [--latency 0.05] [--fault-rate 0.3]`.
 """
@@ -41,6 +45,22 @@ import llm_answers
 TRANSPORT_FAULTS = ("429", "500", "timeout")
 CONTENT_FAULTS = ("malformed_json", "schema_invalid", "hallucinated_tool", "bad_tool_source")
 ALL_FAULTS = TRANSPORT_FAULTS + CONTENT_FAULTS
+DESIGN_FAULTS = ("bad_gen_hints", "typed_templates")
+# A number column whose template prints through blocks, a text column given a number, a boolean
+# given the strings 'true'/'false': the three the audit's model needed three repair rounds for.
+AUDIT_TEMPLATES = [
+    {"name": "audit_code", "type": "string", "nullable": True, "gen": {"template": "{{ 3001 + seq * 7 }}"}},
+    {"name": "audit_fee", "type": "number", "nullable": True,
+     "gen": {"template": "{%- set base = 15.0 -%}{%- if seq > 2 -%}{{ base }}{%- else -%}2.5{%- endif -%}"}},
+    {"name": "audit_renews", "type": "boolean", "nullable": True,
+     "gen": {"template": "{{ 'true' if seq % 2 else 'false' }}"}},
+]
+# What no conversion can save, one column in each of three tables.
+BAD_TEMPLATES = [
+    {"name": "bad_flag", "type": "boolean", "nullable": True, "gen": {"template": "{{ 'maybe' }}"}},
+    {"name": "bad_fee", "type": "number", "nullable": True, "gen": {"template": "{% if true %}about 15{% endif %}"}},
+    {"name": "bad_count", "type": "integer", "nullable": True, "gen": {"template": "{{ unknown_name + 1 }}"}},
+]
 
 
 @dataclass
@@ -71,9 +91,23 @@ def _digest(*parts: object) -> int:
     return int.from_bytes(hashlib.blake2b("/".join(map(str, parts)).encode(), digest_size=8).digest(), "big")
 
 
+def _with_columns(answer: dict[str, Any], columns: list[dict[str, Any]], spread: bool) -> str:
+    """The design with `columns` added to its tables that get rows: all to the first, or one each."""
+    tables = [dict(t) for t in answer["tables"]]
+    generated = [t for t in tables if t.get("rows") or t.get("per")]
+    for i, column in enumerate(columns):
+        target = generated[i % len(generated)] if spread else generated[0]
+        target["columns"] = [*target["columns"], column]
+    return json.dumps({**answer, "tables": tables})
+
+
 def _corrupt(kind: str, stage: str, answer: dict[str, Any]) -> str:
     """The answer broken the way `kind` says (a kind that does not fit the stage breaks the schema)."""
     text = json.dumps(answer)
+    if kind == "bad_gen_hints" and stage == "design":
+        return _with_columns(answer, BAD_TEMPLATES, spread=True)
+    if kind == "typed_templates" and stage == "design":
+        return _with_columns(answer, AUDIT_TEMPLATES, spread=False)
     if kind == "malformed_json":
         return text[: max(1, len(text) // 2)]
     if kind == "hallucinated_tool" and stage == "task" and answer.get("actions"):
@@ -101,6 +135,7 @@ class LLMTestServer:
         self.faults = faults or Faults()
         self.fallback = fallback
         self.stats = Stats()
+        self.bodies: list[dict[str, Any]] = []
         self._seen: Counter = Counter()
         self._conversation_faults: Counter = Counter()
         self._server: uvicorn.Server | None = None
@@ -118,7 +153,7 @@ class LLMTestServer:
         if not self.faults.kinds or (roll % 10_000) / 10_000 >= self.faults.rate:
             return None
         kind = self.faults.kinds[(roll >> 20) % len(self.faults.kinds)]
-        if kind in CONTENT_FAULTS:
+        if kind in CONTENT_FAULTS + DESIGN_FAULTS:
             conversation = hashlib.sha256(first_prompt.encode()).hexdigest()
             if self._conversation_faults[conversation] >= self.faults.max_per_conversation:
                 return None
@@ -148,6 +183,7 @@ class LLMTestServer:
         @app.post("/v1/chat/completions")
         async def complete(request: Request):
             body = await request.json()
+            self.bodies.append(body)
             self.stats.requests += 1
             self.stats.in_flight += 1
             self.stats.max_in_flight = max(self.stats.max_in_flight, self.stats.in_flight)
@@ -189,7 +225,7 @@ class LLMTestServer:
         stage, answer = staged
         self.stats.by_stage[stage] += 1
         self.stats.answered += 1
-        content = _corrupt(kind, stage, answer) if kind in CONTENT_FAULTS else json.dumps(answer)
+        content = _corrupt(kind, stage, answer) if kind in CONTENT_FAULTS + DESIGN_FAULTS else json.dumps(answer)
         return self._reply(body, content)
 
     # running -----------------------------------------------------------------------------------

@@ -10,13 +10,16 @@ rewrite a share of the tasks harder, each variant replayed the same way (harden.
 
 Each stage is synchronous for its caller and runs its requests concurrently on the shared
 client's event loop. Seeds go into every request, and the response cache makes a rerun with
-the same seed send nothing.
+the same seed send nothing. A stage called again on the same instance (a flow's retry after it
+failed) is a new attempt: its seeds change with the attempt number, so it asks afresh instead of
+replaying the cached conversation that failed, and the ledger counts it as a stage retry.
 """
 
 from __future__ import annotations
 
 import asyncio
 import random
+from collections import Counter
 from typing import Any
 
 from toolscale.domains import BUILTIN_DOMAINS, Domain, Environment
@@ -47,6 +50,12 @@ def request_seed(*parts: object) -> int:
     return derive_seed(*parts) % (2 ** 31)
 
 
+def attempt_seed(seed: int, attempt: int) -> int:
+    """A request's seed in a stage's `attempt`-th retry; the first attempt (0) keeps `seed`, so a
+    first run stays byte-identical with the cache it wrote."""
+    return seed if attempt == 0 else request_seed(seed, "attempt", attempt)
+
+
 class LLMSynthesizer:
     """The LLM backend. One instance per domain run: `usage` is that domain's ledger."""
 
@@ -59,6 +68,21 @@ class LLMSynthesizer:
         self._client = client
         self.usage = Usage(config.model, config.price(config.model))
         self._intents: dict[str, list[IntentProposal]] = {}
+        self._failures: Counter = Counter()  # (stage, domain) -> attempts that raised
+        self._attempt = 0  # of the stage running now
+
+    def _run(self, stage: str, domain: str, coro: Any) -> Any:
+        """Run one attempt of `stage` for `domain`. After an attempt that raised, the next is a retry:
+        new seeds (a cache replay would fail the same way) and a stage_retries count. After one that
+        returned, a call again (a flow retrying for another reason) replays the same requests."""
+        self._attempt = self._failures[stage, domain]
+        if self._attempt:
+            self.usage.count(stage, "stage_retries")
+        try:
+            return self.client.run(coro)
+        except Exception:
+            self._failures[stage, domain] += 1
+            raise
 
     @property
     def client(self) -> LLMClient:
@@ -92,11 +116,11 @@ class LLMSynthesizer:
 
     async def _ask(self, stage: str, messages, answer_type, build, seed: int, first=None) -> Outcome:
         return await solicit(self.client, self.usage, stage, messages, answer_type, build,
-                             rounds=self.options.repair_rounds, seed=seed, first=first)
+                             rounds=self.options.repair_rounds, seed=attempt_seed(seed, self._attempt), first=first)
 
     # design ----------------------------------------------------------------------------------
     def design(self, name: str) -> Domain:
-        return self.client.run(self._design(name))
+        return self._run("design", name, self._design(name))
 
     async def _design(self, name: str) -> Domain:
         seed = request_seed(self.seed, name, "design")
@@ -139,13 +163,13 @@ class LLMSynthesizer:
 
     # populate --------------------------------------------------------------------------------
     def populate(self, domain: Domain, seed: int) -> Rows:
-        return self.client.run(self._populate(domain, seed))
+        return self._run("populate", domain.name, self._populate(domain, seed))
 
     async def _first(self, stage: str, messages, answer_type, seed: int):
         try:
             return await self.client.complete(messages, stage=stage, usage=self.usage,
                                               schema=(answer_type.__name__, answer_type.model_json_schema()),
-                                              seed=seed)
+                                              seed=attempt_seed(seed, self._attempt))
         except LLMRequestError as exc:
             return exc
 
@@ -183,7 +207,7 @@ class LLMSynthesizer:
         """The tasks with a seeded `harden_share` of them rewritten harder by the model (composition,
         conditions, indirect references, distractors). A variant that replays replaces its base (the
         two would be near-duplicates); one that does not is a rejection, and its base stays."""
-        return self.client.run(self._harden(domain, env, tasks, seed))
+        return self._run("harden", domain.name, self._harden(domain, env, tasks, seed))
 
     async def _harden(self, domain: Domain, env: Environment, tasks: list[Task],
                       seed: int) -> tuple[list[Task], list[Rejection]]:
@@ -221,7 +245,7 @@ class LLMSynthesizer:
 
     # tasks -----------------------------------------------------------------------------------
     def tasks(self, domain: Domain, env: Environment, rows: Rows, seed: int) -> tuple[list[Task], list[Rejection]]:
-        return self.client.run(self._tasks(domain, env, rows, seed))
+        return self._run("task", domain.name, self._tasks(domain, env, rows, seed))
 
     async def _tasks(self, domain: Domain, env: Environment, rows: Rows,
                      seed: int) -> tuple[list[Task], list[Rejection]]:

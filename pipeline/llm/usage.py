@@ -29,6 +29,7 @@ class StageUsage:
     completion_tokens: int = 0
     tokens_estimated: bool = False
     repair_rounds: int = 0
+    stage_retries: int = 0  # the stage started again after it failed (a flow's retry), with new seeds
     accepted: int = 0
     rejected: Counter = field(default_factory=Counter)
 
@@ -39,7 +40,8 @@ class StageUsage:
         return {"requests": self.requests, "cache_hits": self.cache_hits, "retries": self.retries,
                 "failed_requests": self.failed_requests, "prompt_tokens": self.prompt_tokens,
                 "completion_tokens": self.completion_tokens, "tokens_estimated": self.tokens_estimated,
-                "cost_usd": round(cost, 6), "repair_rounds": self.repair_rounds, "accepted": self.accepted,
+                "cost_usd": round(cost, 6), "repair_rounds": self.repair_rounds,
+                "stage_retries": self.stage_retries, "accepted": self.accepted,
                 "rejected": dict(sorted(self.rejected.items()))}
 
 
@@ -66,7 +68,8 @@ class Usage:
             s.tokens_estimated |= estimated
 
     def count(self, stage: str, what: str, n: int = 1) -> None:
-        """Add to one counter: cache_hits, retries, failed_requests, repair_rounds or accepted."""
+        """Add to one counter: cache_hits, retries (of a request), failed_requests, repair_rounds,
+        stage_retries or accepted."""
         with self._lock:
             s = self._stage(stage)
             setattr(s, what, getattr(s, what) + n)
