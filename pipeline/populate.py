@@ -128,6 +128,12 @@ class _TableFiller:
                 return value
         return self._fail(col, f"no free unique value after {UNIQUE_TRIES} tries", value)
 
+    def template_context(self, refs: dict[str, dict[str, Any]], locale: str, faker: Faker, seq: int,
+                         seq_in_parent: int) -> dict[str, Any]:
+        """What a template sees besides the row's earlier columns (the design prompt documents each)."""
+        return {"refs": refs, "locale": locale, "seq": seq, "seq_in_parent": seq_in_parent,
+                "fake": faker_helper(faker), "numerify": faker.numerify, **self.dates, **self.helpers}
+
     def row(self, seq: int, parent: dict[str, Any] | None, seq_in_parent: int) -> dict[str, Any]:
         locale = self.helpers["pick"](self.table.locales)
         faker = self.fakers[locale]
@@ -145,8 +151,7 @@ class _TableFiller:
                 else:
                     target_row = self._fail(col, f"{col.references} has no rows to point at", {})
             refs[col.name] = target_row
-        context = {"refs": refs, "locale": locale, "seq": seq, "seq_in_parent": seq_in_parent,
-                   "fake": faker_helper(faker), "numerify": faker.numerify, **self.dates, **self.helpers}
+        context = self.template_context(refs, locale, faker, seq, seq_in_parent)
         for col in self.table.columns:
             if col.primary_key:
                 row[col.name] = self._key(seq + 1)
