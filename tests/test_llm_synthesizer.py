@@ -9,13 +9,14 @@ import json
 import pytest
 
 from llm_answers import DISTRACTOR
-from llm_server import Faults, LLMTestServer
+from llm_server import CONTENT_FAULTS, Faults, LLMTestServer
 import yaml
 
 from toolscale.domains import DomainError, Environment, load_domain_text, replay
 from toolscale.pipeline.llm import prompts
 from toolscale.pipeline.llm.answers import HardenAnswer, IntentProposal, TaskAnswer
-from toolscale.pipeline.llm.dialogue import Invalid
+from toolscale.pipeline.llm import synthesizer
+from toolscale.pipeline.llm.dialogue import Invalid, solicit
 from toolscale.pipeline.llm.examples import builtin
 from toolscale.pipeline.llm.harden import build_hardened, shown_task
 from toolscale.pipeline.llm import LLMClient, LLMConfig, LLMStageError, LLMSynthesizer, SynthesisOptions
@@ -95,6 +96,26 @@ def test_thirty_percent_faulted_requests_finish_and_lose_nothing(clean_run):
     assert [r.task.id for r in rejected] == [r.task.id for r in clean_rejected]
 
 
+def test_the_default_repair_budget_saves_all_but_one_in_forty_conversations_at_a_30_percent_fault_rate(monkeypatch):
+    """A content fault in 30% of the answers, repairs included (config.py says how the default was
+    chosen): at most one conversation in 40 that could succeed still needs more repair rounds."""
+    needed = []
+
+    async def recording(*args, **kwargs):
+        outcome = await solicit(*args, **kwargs)
+        if outcome.ok:
+            needed.append(outcome.repairs)
+        return outcome
+
+    monkeypatch.setattr(synthesizer, "solicit", recording)
+    for seed in range(4):  # four draws of the faults: 120 conversations
+        with LLMTestServer(faults=Faults(rate=0.3, kinds=CONTENT_FAULTS, max_per_conversation=99, seed=seed)) as server:
+            synthesize(server, repair_rounds=8)
+    budget = SynthesisOptions().repair_rounds
+    assert len(needed) >= 100 and max(needed) > 1  # the faults did need repairs
+    assert sum(n > budget for n in needed) <= len(needed) / 40
+
+
 def test_tasks_that_stay_broken_end_as_recorded_rejections_with_their_reason():
     faults = Faults(rate=1.0, kinds=("hallucinated_tool",), stages=("task",), max_per_conversation=99)
     with LLMTestServer(faults=faults) as server:
@@ -109,10 +130,10 @@ def test_tasks_that_stay_broken_end_as_recorded_rejections_with_their_reason():
 def test_tools_that_never_compile_fail_the_domain_with_the_compiler_message():
     faults = Faults(rate=1.0, kinds=("bad_tool_source",), stages=("tools",), max_per_conversation=99)
     with LLMTestServer(faults=faults) as server:
-        message = r"no valid tools: llm tool_compile after 2 repair rounds: .*tools.py:1: only functions"
+        message = r"no valid tools: llm tool_compile after 3 repair rounds: .*tools.py:1: only functions"
         with pytest.raises(LLMStageError, match=message):
             synthesize(server)
-        assert server.stats.by_stage["tools"] == 3
+        assert server.stats.by_stage["tools"] == 4
 
 
 def test_rows_that_stay_malformed_leave_their_tables_empty_and_the_run_goes_on():
