@@ -35,13 +35,21 @@ def _calls(task: Task) -> list[tuple[str, str]]:
     return [(a.name, json.dumps(a.arguments, sort_keys=True)) for a in task.evaluation_criteria.actions]
 
 
+def _sentence_words(sentence: str) -> frozenset[str]:
+    return frozenset(w.rstrip("s") for w in re.findall(r"[\w@.-]+", sentence.lower().rstrip(".!?")))
+
+
 def _sentences(*texts: str | None) -> str:
-    seen: list[str] = []
+    """The sentences of `texts` once each: one whose words another kept sentence already holds
+    ("... customer id." beside "... customer id or account numbers.") is dropped."""
+    kept: list[tuple[str, frozenset[str]]] = []
     for text in texts:
         for sentence in re.split(r"(?<=[.!?])\s+", text or ""):
-            if sentence and sentence not in seen:
-                seen.append(sentence)
-    return " ".join(seen)
+            words = _sentence_words(sentence)
+            if not words or any(words <= other for _, other in kept):
+                continue
+            kept = [(s, w) for s, w in kept if not w <= words] + [(sentence, words)]
+    return " ".join(s for s, _ in kept)
 
 
 def _lower_first(text: str) -> str:
@@ -75,7 +83,10 @@ def _no_check(outputs: list[Any]) -> str | None:
 
 
 # ---------------------------------------------------------------------------------- operators
-def compose(a: Task, b: Task) -> Draft | None:
+_JOINS = ("Once that is done, {}", "After that, {}", "When that is sorted, {}", "Then {}")
+
+
+def compose(a: Task, b: Task, rng: random.Random | None = None) -> Draft | None:
     """A then B for the same user: B's repeated lookups are dropped, its outputs must not change."""
     done = set(_calls(a))
     kept = [(x, o) for x, o, c in zip(b.evaluation_criteria.actions, b.meta.expected_outputs, _calls(b)) if c not in done]
@@ -89,7 +100,7 @@ def compose(a: Task, b: Task) -> Draft | None:
         nl=[*a.evaluation_criteria.nl_assertions, *b.evaluation_criteria.nl_assertions],
         reason_for_call=f"{ia.reason_for_call} In the same call, {_lower_first(ib.reason_for_call)}",
         known_info=_sentences(ia.known_info, ib.known_info), unknown_info=_sentences(ia.unknown_info, ib.unknown_info),
-        task_instructions=f"{ia.task_instructions} Once that is done: {ib.task_instructions}")
+        task_instructions=f"{ia.task_instructions} {(rng or random.Random(0)).choice(_JOINS).format(_lower_first(ib.task_instructions))}")
     variant.meta.hardening[:] = sorted({*a.meta.hardening, *b.meta.hardening}) + ["composition"]
     return variant, _same_outputs([o for _, o in kept], len(a.evaluation_criteria.actions))
 
@@ -103,12 +114,20 @@ def _nice(value: float, up: bool) -> float:
     return float((math.ceil if up else math.floor)(value / step) * step)
 
 
+# numbers a customer would make a decision on (money), not ids, years, sizes or limits
+_MONEY = re.compile(r"balance|price|fare|fee|cost|total|amount|paid|charge|deposit|refund|copay|due|owed|payment")
+_NOT_MONEY = re.compile(r"_id$|year|number|limit|max_|min_|rate|pct|days")
+
+
 def conditional(task: Task, domain: Domain, rng: random.Random) -> Draft | None:
-    """Only go ahead if a number on the record being changed passes a threshold; else just report it."""
+    """Only go ahead if an amount on the record being changed, which the user does not know, passes a
+    threshold; else just report it."""
     actions, outputs = task.evaluation_criteria.actions, task.meta.expected_outputs
     kinds = [domain.toolkit.specs[a.name].kind for a in actions]
     if task.meta.kind != "write":
         return None
+    said = task.user_scenario.instructions
+    told = normalize_text(" ".join(filter(None, [said.reason_for_call, said.known_info, said.task_instructions])))
     last_write = max(i for i, k in enumerate(kinds) if k == "write")
     target = actions[last_write]
     for j in range(last_write):
@@ -119,19 +138,20 @@ def conditional(task: Task, domain: Domain, rng: random.Random) -> Draft | None:
             key = next((f for f, v in record.items() if f.endswith("_id") and v in target.arguments.values()
                         and sum(r.get(f) == v for r in records if isinstance(r, dict)) == 1), None)
             numbers = [f for f, v in record.items() if isinstance(v, (int, float)) and not isinstance(v, bool)
-                       and v > 1 and not f.endswith("_id")]
+                       and v > 1 and _MONEY.search(f) and not _NOT_MONEY.search(f) and not appears_in(v, told)]
             if key is None or not numbers:
                 continue
             field = rng.choice(numbers)
             value = record[field]
-            noun, label = key[:-3].replace("_", " "), field.replace("_", " ")
+            noun, label = key[:-3].replace("_", " "), re.sub(r"_(eur|usd|gbp)$", "", field).replace("_", " ")
             go_ahead = rng.random() < 0.5
             threshold = _nice(value * rng.uniform(0.5, 0.85), up=False) if go_ahead else \
                 _nice(value * rng.uniform(1.15, 1.8), up=True)
             if threshold == value or threshold <= 0:
                 return None
-            ask = (f" Only if the {noun}'s {label} is above {_spell(threshold)}; otherwise change nothing and just "
-                   f"ask what the {label} is.")
+            ask = (f" You do not know the {label} on your {noun}: before anything is changed, ask what it is. If it "
+                   f"is more than {_spell(threshold)}, go ahead; if not, leave everything as it is and just have the "
+                   f"agent tell you the {label}.")
             instructions = task.user_scenario.instructions
             if go_ahead:
                 return _variant(task, "conditional", task_instructions=instructions.task_instructions + ask), _no_check
@@ -146,54 +166,95 @@ def conditional(task: Task, domain: Domain, rng: random.Random) -> Draft | None:
 
 
 _ISO_DATE = re.compile(r"\b(on |for )?(\d{4}-\d{2}-\d{2})\b")
+_ECHO = re.compile(r"\b(today|tomorrow|yesterday) \(\1\)", re.IGNORECASE)  # "2026-04-14 (today)" made "today (today)"
+
+
+def _relative(match: re.Match[str], today: date) -> str:
+    phrase = describe(date.fromisoformat(match.group(2)), today)
+    if phrase is None:
+        return match.group(0)
+    # "for tomorrow" reads well; "on 10 days ago", "on in 9 days" do not
+    keeps_preposition = match.group(1) == "for " and phrase.startswith(("today", "tomorrow", "the day after"))
+    return f"{match.group(1) if keeps_preposition else ''}{phrase}"
+
+
+def relative_dates(text: str, today: date) -> str:
+    """`text` with the ISO dates near `today` said the way people say them."""
+    return _ECHO.sub(r"\1", _ISO_DATE.sub(lambda m: _relative(m, today), text))
 
 
 def indirect_dates(task: Task, today: date) -> Draft | None:
     """Dates within two weeks of today are said relative to today; the agent must work them out."""
-    changed = False
-
-    def relative(match: re.Match[str]) -> str:
-        nonlocal changed
-        phrase = describe(date.fromisoformat(match.group(2)), today)
-        if phrase is None:
-            return match.group(0)
-        changed = True
-        keeps_preposition = not phrase.startswith(("to", "yes", "the day", "this", "last")) and match.group(1)
-        return f"{match.group(1) if keeps_preposition else ''}{phrase}"
-
     i = task.user_scenario.instructions
-    text = {f: _ISO_DATE.sub(relative, getattr(i, f) or "") or None
-            for f in ("reason_for_call", "known_info", "task_instructions")}
-    if not changed:
+    fields = ("reason_for_call", "known_info", "task_instructions")
+    text = {f: relative_dates(getattr(i, f) or "", today) or None for f in fields}
+    if all(text[f] == getattr(i, f) for f in fields):
         return None
     text["task_instructions"] = (text["task_instructions"] or "") + " Refer to dates the way you would in conversation."
     return _variant(task, "indirect", **text), _no_check
 
 
-def distractor(task: Task, rng: random.Random) -> Draft | None:
-    """The user first names a sibling record (from the same list), then corrects themselves."""
+def _picked(output: Any, later: list[Action]) -> tuple[dict[str, Any], str] | None:
+    """The one record of a listed output whose id a later gold call uses, and that id's field."""
+    if not (isinstance(output, list) and len(output) > 1 and all(isinstance(r, dict) for r in output)):
+        return None
+    used = {json.dumps(v) for a in later for v in a.arguments.values()}
+    picks = [(r, f) for r in output for f, v in r.items()
+             if f.endswith("_id") and json.dumps(v) in used and sum(o.get(f) == v for o in output) == 1]
+    return picks[0] if len(picks) == 1 else None
+
+
+def _with_id(actions: list[Action], old: Any, new: Any) -> list[tuple[str, dict[str, Any]]]:
+    return [(a.name, {k: new if v == old else v for k, v in a.arguments.items()}) for a in actions]
+
+
+def _changes_state(env: Environment, task: Task, at: int, old: Any, new: Any) -> bool:
+    """Does the gold, run with `new` in place of the record id `old` after action `at`, fail or end elsewhere?"""
+    actions = task.evaluation_criteria.actions
+    with env.fork() as fork:
+        results = replay(fork, task.gold_calls()[:at + 1] + _with_id(actions[at + 1:], old, new))
+        return not all(r.ok for r in results) or fork.state_hash() != task.meta.final_state_hash
+
+
+def _replace_value(text: str | None, old: str, new: str) -> str | None:
+    return re.sub(rf"(?<![\w@.-]){re.escape(old)}(?![\w@])", new, text, flags=re.IGNORECASE) if text else text
+
+
+def distractor(task: Task, env: Environment, rng: random.Random) -> Draft | None:
+    """The user first names a sibling record (from the same list) and only later corrects themselves.
+
+    Sound only when the text before the correction fits the wrong record as well as it fitted
+    the right one (the right value is replaced by the wrong one, and every other detail the user
+    gives is the same on both), and acting on the wrong record ends in another state.
+    """
     i = task.user_scenario.instructions
-    text = normalize_text(" ".join(filter(None, [i.reason_for_call, i.known_info, i.task_instructions])))
-    arguments = {json.dumps(v) for a in task.evaluation_criteria.actions for v in a.arguments.values()}
-    for output in task.meta.expected_outputs:
-        if not (isinstance(output, list) and len(output) > 1 and all(isinstance(r, dict) for r in output)):
+    fields = ("reason_for_call", "known_info", "task_instructions")
+    text = normalize_text(" ".join(filter(None, [getattr(i, f) for f in fields])))
+    actions = task.evaluation_criteria.actions
+    for at, output in enumerate(task.meta.expected_outputs):
+        picked = _picked(output, actions[at + 1:])
+        if picked is None:
             continue
-        chosen = next((r for r in output if any(json.dumps(v) in arguments for v in r.values())), None)
-        if chosen is None:
-            continue
-        for field, value in chosen.items():
-            if not isinstance(value, str) or len(value) < 3 or field.endswith("_id") or not appears_in(value, text):
+        chosen, key = picked
+        told = [f for f, v in chosen.items() if isinstance(v, (str, int, float)) and not isinstance(v, bool)
+                and len(str(v)) >= 2 and appears_in(v, text)]
+        for field in told:
+            value = chosen[field]
+            if not isinstance(value, str) or len(value) < 3 or field.endswith("_id"):
                 continue
-            others = [r[field] for r in output if isinstance(r.get(field), str) and r[field] != value
-                      and len(r[field]) >= 3 and not appears_in(r[field], text)]
-            if others:
-                wrong = rng.choice(sorted(set(others)))
-                label = field.replace("_", " ")
-                extra = (f" At first, say it is the one with {label} {wrong}; when the agent checks, correct "
-                         f"yourself: you meant {value}.")
-                return _variant(task, "distractor", task_instructions=i.task_instructions + extra,
-                                nl=[*task.evaluation_criteria.nl_assertions,
-                                    f"The agent does not act on the record with {label} {wrong}."]), _no_check
+            siblings = [r for r in output if r is not chosen and isinstance(r.get(field), str)
+                        and not appears_in(r[field], text) and all(r.get(f) == chosen[f] for f in told if f != field)
+                        and _changes_state(env, task, at, chosen[key], r[key])]
+            if not siblings:
+                continue
+            wrong = rng.choice(sorted(siblings, key=lambda r: r[field]))[field]
+            label = field.replace("_", " ")
+            text_update = {f: _replace_value(getattr(i, f), value, wrong) for f in fields}
+            text_update["task_instructions"] += f" Once the agent has found it, correct yourself: you meant {value}, not {wrong}."
+            return _variant(task, "distractor", **text_update,
+                            nl=[*task.evaluation_criteria.nl_assertions,
+                                f"The agent does not act on the record with {label} {wrong}."]), _no_check
+        break
     return None
 
 
@@ -251,12 +312,12 @@ def harden(domain: Domain, env: Environment, tasks: list[Task], seed: int,
         if not groups or len(drafts) >= quota["composition"]:
             break
         a, b = rng.sample(rng.choice(groups), 2)
-        if a.meta.intent != b.meta.intent and (draft := compose(a, b)):
+        if a.meta.intent != b.meta.intent and (draft := compose(a, b, rng)):
             drafts.append(("composition", draft, None))
     singles: list[tuple[str, Callable[[Task], Draft | None]]] = [
         ("conditional", lambda t: conditional(t, domain, rng)),
         ("indirect", lambda t: indirect_dates(t, domain.spec.clock.date())),
-        ("distractor", lambda t: distractor(t, rng)),
+        ("distractor", lambda t: distractor(t, env, rng)),
         ("partial", partial)]
     taken: set[str] = set()
     for op, make in singles:

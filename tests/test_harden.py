@@ -10,7 +10,9 @@ import pytest
 
 from toolscale.domains import Environment, builtin_domain, replay
 from toolscale.domains.dates import describe, resolve
-from toolscale.pipeline.harden import compose, conditional, distractor, harden, indirect_dates, partial
+from toolscale.domains.matching import appears_in, normalize_text
+from toolscale.pipeline.harden import (_sentences, compose, conditional, distractor, harden, indirect_dates, partial,
+                                       relative_dates)
 from toolscale.pipeline.synthesizer import OfflineSynthesizer
 from toolscale.quality.gates import run_gates
 
@@ -78,7 +80,8 @@ def test_conditional_fixes_the_branch_from_the_database(bank):
         if made is None:
             continue
         variant, _ = made
-        assert "Only if the" in variant.user_scenario.instructions.task_instructions
+        said = variant.user_scenario.instructions
+        assert "You do not know the" in said.task_instructions and "'s " not in said.task_instructions.split("You do not know")[1]
         full = len(variant.evaluation_criteria.actions) == len(task.evaluation_criteria.actions)
         branches["go" if full else "stop"] += 1
         if not full:
@@ -98,14 +101,107 @@ def test_indirect_dates_say_dates_relative_to_the_clock(bank):
     assert resolve(text, today)
 
 
-def test_distractor_and_partial_change_only_the_user(bank):
-    _, _, base, _, _ = bank
+def _distracted(env, base):
     rng = random.Random(1)
-    tricky = next(m for t in base if (m := distractor(t, rng)))[0]
-    assert "correct yourself" in tricky.user_scenario.instructions.task_instructions
-    assert tricky.evaluation_criteria.nl_assertions[-1].startswith("The agent does not act on")
+    return [(t, m[0]) for t in base if (m := distractor(t, env, rng))][:20]
+
+
+def _right_and_wrong(variant):
+    before, correction = variant.user_scenario.instructions.task_instructions.rsplit(" Once the agent has found it", 1)
+    right, wrong = correction.removeprefix(", correct yourself: you meant ").removesuffix(".").split(", not ")
+    return before, right, wrong
+
+
+def test_distractor_names_a_wrong_record_the_text_does_not_contradict(bank):
+    _, env, base, _, _ = bank
+    made = _distracted(env, base)
+    assert made
+    for task, variant in made:
+        said = variant.user_scenario.instructions
+        before, right, wrong = _right_and_wrong(variant)
+        earlier = normalize_text(" ".join(filter(None, [said.reason_for_call, said.known_info, before])))
+        assert not appears_in(right, earlier) and appears_in(wrong, earlier), task.id
+
+
+def test_acting_on_the_distractor_record_changes_the_state(bank):
+    _, env, base, _, _ = bank
+    for task, variant in _distracted(env, base):
+        _, right, wrong = _right_and_wrong(variant)
+        lists = [o for o in task.meta.expected_outputs if isinstance(o, list)]
+        pairs = [(r, w) for o in lists for r in o for w in o if right in r.values() and wrong in w.values()]
+        right_record, wrong_record = pairs[0]
+        ids = {v: wrong_record[f] for f, v in right_record.items() if f.endswith("_id") and v != wrong_record[f]}
+        calls = [(n, {k: ids.get(v, v) if isinstance(v, str) else v for k, v in args.items()})
+                 for n, args in task.gold_calls()]
+        with env.fork() as fork:
+            results = replay(fork, calls)
+            assert not all(r.ok for r in results) or fork.state_hash() != task.meta.final_state_hash, task.id
+
+
+def test_distractor_refuses_reads_and_wrong_records_the_user_already_names(bank):
+    _, env, base, _, _ = bank
+    reads = [t for t in base if t.meta.kind == "read"]
+    assert reads and not any(distractor(t, env, random.Random(1)) for t in reads)  # a wrong read ends in the same state
+    task, variant = _distracted(env, base)[0]
+    _, _, wrong = _right_and_wrong(variant)
+    said = task.user_scenario.instructions
+    naming = said.model_copy(update={"known_info": f"{said.known_info} It is not {wrong}."})
+    contradicted = task.model_copy(update={"user_scenario": task.user_scenario.model_copy(
+        update={"instructions": naming})})
+    made = distractor(contradicted, env, random.Random(1))
+    assert made is None or wrong not in _right_and_wrong(made[0])[2]
+
+
+def test_partial_changes_only_the_user(bank):
+    _, _, base, _, _ = bank
     quiet = next(m for t in base if (m := partial(t)))[0]
     assert "Do not volunteer your" in quiet.user_scenario.instructions.task_instructions
+
+
+def test_conditional_refuses_amounts_the_user_already_states(bank):
+    domain, _, base, _, _ = bank
+    for task in [t for t in base if t.meta.kind == "write"][:60]:
+        made = conditional(task, domain, random.Random(3))
+        if made is None:
+            continue
+        said = made[0].user_scenario.instructions
+        threshold_text = said.task_instructions.split("You do not know the")[0]
+        told = normalize_text(" ".join(filter(None, [said.reason_for_call, said.known_info, threshold_text])))
+        spoken = made[0].evaluation_criteria.communicate_info
+        assert not any(appears_in(v, told) for v in spoken), task.id
+
+
+def test_composition_reads_as_one_conversation(bank):
+    _, _, base, _, _ = bank
+    first = next(t for t in base if t.meta.intent == "check_balance")
+    second = next(t for t in base if t.meta.intent != "check_balance"
+                  and t.evaluation_criteria.actions[0] == first.evaluation_criteria.actions[0])
+    joins = set()
+    for seed in range(8):
+        said = compose(first, second, random.Random(seed))[0].user_scenario.instructions
+        join = said.task_instructions.removeprefix(first.user_scenario.instructions.task_instructions).split()
+        assert ":" not in join[:3] and join[0][0].isupper() and join[1][0].islower()  # "After that, ask ..."
+        joins.add(join[0])
+        for field in (said.known_info, said.unknown_info):
+            sentences = [s.lower().rstrip(".") for s in field.split(". ")]
+            assert len(sentences) == len(set(sentences))
+    assert len(joins) > 1  # the seeded rng varies the join
+
+
+def test_merged_info_keeps_each_sentence_once():
+    merged = _sentences("You do not know your customer id. Your email is a@b.org.",
+                        "You do not know your customer id or account numbers. Your email is a@b.org.")
+    assert merged == "Your email is a@b.org. You do not know your customer id or account numbers."
+
+
+@pytest.mark.parametrize(("text", "said"), [
+    ("It was on 2026-06-05.", "It was 10 days ago."),
+    ("Go on 2026-06-24.", "Go in 9 days."),
+    ("A table for 2026-06-16.", "A table for tomorrow."),
+    ("Pay it on 2026-06-15 (today).", "Pay it today."),
+    ("Born on 1990-01-02.", "Born on 1990-01-02.")])
+def test_relative_dates_read_as_speech(text, said):
+    assert relative_dates(text, date(2026, 6, 15)) == said
 
 
 def test_hardening_is_deterministic(bank):
