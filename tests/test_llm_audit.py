@@ -98,3 +98,15 @@ def test_a_stage_retry_asks_afresh_instead_of_replaying_the_cache(tmp_path):
             client.close()
         assert server.stats.requests == 2  # the first attempt's request is the one cached
         assert again.report()["stages"]["design"]["cache_hits"] == 1
+
+
+def test_every_table_whose_rows_break_a_constraint_is_named_and_the_tables_pointing_at_them_are_not_blamed():
+    design = llm_answers.design({"domain": DOMAIN})
+    for table in design["tables"]:
+        if table["name"] in ("movies", "concessions"):  # a fixed row twice: its key and unique title repeat
+            table["data"] = [*table["data"], table["data"][0]]
+    with pytest.raises(Invalid) as error:
+        build_design(DOMAIN, DesignAnswer.model_validate(design), seed=3)
+    assert [(p.field, p.message.split(": ", 1)[1]) for p in error.value.problems] == [
+        ("table movies", "its rows break a constraint: UNIQUE constraint failed: movies.title"),
+        ("table concessions", "its rows break a constraint: UNIQUE constraint failed: concessions.name")]

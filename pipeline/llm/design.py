@@ -66,23 +66,28 @@ def _table_field(line: str) -> str:
 
 
 def _insert_problems(spec: DomainSpec, rows: Rows) -> list[Problem]:
-    """The constraints the rows break, table by table (a table that fails is left out, so its children
-    may fail too: the first table named is the one to fix)."""
-    engine = sa.create_engine("sqlite://")
+    """The constraints the rows break, table by table. A table pointing at one that failed is not tried:
+    its foreign keys would fail for the other table's sake."""
+    engine = sa.create_engine("sqlite://")  # one connection per thread: the tables outlive each transaction
     sa.event.listen(engine, "connect", lambda conn, _: conn.execute("PRAGMA foreign_keys = ON"))
     metadata = build_metadata(spec)
-    problems = []
+    problems: list[Problem] = []
+    left_out: set[str] = set()  # tables that failed, and those pointing at them (at any depth)
     try:
         with engine.begin() as conn:
             create_schema(metadata, conn)
         for table in spec.creation_order():
+            if any(c.references.split(".")[0] in left_out for c in table.columns if c.references):
+                left_out.add(table.name)
+                continue
             try:
                 with engine.begin() as conn:
                     if rows[table.name]:
                         conn.execute(metadata.tables[table.name].insert(), rows[table.name])
             except sa.exc.DBAPIError as exc:
-                problems.append(Problem("generation_hint", f"{table.name}: generated rows break a constraint: "
-                                                           f"{exc.orig}", f"table {table.name}"))
+                left_out.add(table.name)
+                problems.append(Problem("generation_hint", f"{table.name}: its rows break a constraint: {exc.orig}",
+                                        f"table {table.name}"))
     finally:
         engine.dispose()
     return problems
