@@ -112,7 +112,7 @@ class _TableFiller:
                 try:
                     raw = self._generate(col, col.gen, context, faker)
                 except (TemplateError, PopulateError) as exc:
-                    return self._fail(col, str(exc).removeprefix(f"{self.table.name}.{col.name}: "), None)
+                    return self._fail(col, str(exc), None)
                 if col.gen.template is not None:
                     raw = typed(col, raw)
             else:
