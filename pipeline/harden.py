@@ -258,6 +258,74 @@ def distractor(task: Task, env: Environment, rng: random.Random) -> Draft | None
     return None
 
 
+_ORDERS = ((re.compile(r"price|fare|fee|cost|total"), "cheapest", "most expensive"),
+           (re.compile(r"departs_at|starts_at|start_date|start_time|tip_time|_date$"), "earliest", "latest"))
+
+
+def _preference(chosen: dict[str, Any], records: list[dict[str, Any]]) -> tuple[str, str] | None:
+    """(field, word) when `chosen` alone holds the minimum or maximum of a field a person orders by."""
+    for field, value in sorted(chosen.items()):
+        order = next((o for o in _ORDERS if o[0].search(field)), None)
+        values = [r.get(field) for r in records]
+        if order is None or isinstance(value, bool) or any(type(v) is not type(value) for v in values):
+            continue
+        if values.count(value) == 1 and value in (min(values), max(values)):
+            return field, order[1] if value == min(values) else order[2]
+    return None
+
+
+def _spoken(value: Any) -> list[str]:
+    """How the user's text may give a value: as is, or a timestamp's time of day."""
+    text = str(value)
+    return [text, text[11:16]] if re.fullmatch(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}.*", text) else [text]
+
+
+def preference(task: Task, env: Environment) -> Draft | None:
+    """The user states a preference ("the cheapest", "the earliest") instead of naming the record.
+
+    Applies where the gold picks the record that alone is the extreme of a price or a time out
+    of a listed output, and the details that named it sit in known_info (the goal's sentences stay).
+    The variant must still pass the realizability and ambiguity gates: the rest of the text
+    gives every argument, and the preference singles the record out.
+    """
+    from toolscale.quality.gates import GateContext
+    from toolscale.quality.text_gates import AmbiguityGate, RealizabilityGate
+
+    i = task.user_scenario.instructions
+    goal = normalize_text(f"{i.reason_for_call} {i.task_instructions}")
+    actions = task.evaluation_criteria.actions
+    for at, output in enumerate(task.meta.expected_outputs):
+        picked = _picked(output, actions[at + 1:])
+        order = picked and _preference(picked[0], output)
+        if not order:
+            continue
+        chosen, key = picked
+        naming = [p for f, v in chosen.items() if any(r.get(f) != v for r in output) and not isinstance(v, bool)
+                  for p in _spoken(v) if len(p) >= 2]
+        if any(appears_in(p, goal) for p in naming):
+            return None  # the goal itself names the record
+        owner = {json.dumps(v) for v in (task.meta.expected_outputs[0] or {}).values()} \
+            if isinstance(task.meta.expected_outputs[0], dict) else set()
+        if any(json.dumps(v) in owner for v in actions[at].arguments.values()):
+            return None  # a listing of the user's own records (tickets they hold): they mean one, they do not choose
+        known = i.known_info or ""
+        for p in naming:  # "arrives ... at 13:05 on 2026-04-21" -> "arrives ... on 2026-04-21"
+            known = re.sub(rf"(?:\s(?:at|on|for))?\s(?<![\w@.-]){re.escape(p)}(?![\w@])", "", known)
+        sentences = re.split(r"(?<=[.!?])\s+", known)
+        kept = [s for s in sentences if not any(appears_in(p, normalize_text(s)) for p in naming)
+                and (s in (i.known_info or "") or len(s.split()) >= 5)]  # not a stump like "The tour starts."
+        if known == (i.known_info or "") and len(kept) == len(sentences):
+            return None
+        noun = key[:-3].replace("_", " ")
+        wish = f"You have no particular {noun} in mind: you want the {order[1]} {noun} that fits the rest of your request."
+        variant = _variant(task, "preference", known_info=" ".join([*kept, wish]))
+        ctx = GateContext(env, variant)
+        if all(gate.check(ctx).passed for gate in (RealizabilityGate(), AmbiguityGate())):
+            return variant, _no_check
+        return None
+    return None
+
+
 def partial(task: Task) -> Draft | None:
     """The user keeps back one detail the gold needs (an email, a date of birth) until asked."""
     known = normalize_text(task.user_scenario.instructions.known_info or "")
@@ -285,6 +353,7 @@ def _verify(domain: Domain, env: Environment, draft: Draft, task_id: str) -> tup
     actions = variant.evaluation_criteria.actions
     meta = variant.meta.model_copy(update={
         "expected_outputs": outputs, "final_state_hash": None if failure else state,
+        "kind": "write" if state != env.state_hash() else "read",  # what the gold does, whatever the bases said
         "difficulty": difficulty_of(len(actions), write_calls(domain, actions), len(variant.meta.hardening))})
     variant = variant.model_copy(update={"meta": meta})
     if failure:
@@ -301,7 +370,9 @@ def harden(domain: Domain, env: Environment, tasks: list[Task], seed: int,
     (the two would be near-duplicates).
     """
     rng = random.Random(derive_seed(seed, domain.name, "harden"))
-    budget = {"composition": 0.3, "conditional": 0.25, "indirect": 0.15, "distractor": 0.15, "partial": 0.15}
+    # preference applies to few tasks (picks out of a listing by price or time): its share comes on top
+    budget = {"composition": 0.3, "conditional": 0.25, "indirect": 0.15, "distractor": 0.15, "preference": 0.1,
+              "partial": 0.15}
     quota = {op: int(len(tasks) * share * w) for op, w in budget.items()}
     drafts: list[tuple[str, Draft, str | None]] = []  # (operator, draft, id of the base it replaces)
     by_user: dict[tuple[str, str], list[Task]] = defaultdict(list)
@@ -318,6 +389,7 @@ def harden(domain: Domain, env: Environment, tasks: list[Task], seed: int,
         ("conditional", lambda t: conditional(t, domain, rng)),
         ("indirect", lambda t: indirect_dates(t, domain.spec.clock.date())),
         ("distractor", lambda t: distractor(t, env, rng)),
+        ("preference", lambda t: preference(t, env)),
         ("partial", partial)]
     taken: set[str] = set()
     for op, make in singles:

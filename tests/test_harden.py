@@ -12,6 +12,7 @@ from toolscale.domains import Environment, builtin_domain, replay
 from toolscale.domains.dates import describe, resolve
 from toolscale.domains.matching import appears_in, normalize_text
 from toolscale.pipeline.harden import (_sentences, compose, conditional, distractor, harden, indirect_dates, partial,
+                                       preference,
                                        relative_dates)
 from toolscale.pipeline.synthesizer import OfflineSynthesizer
 from toolscale.quality.gates import run_gates
@@ -218,3 +219,52 @@ def test_relative_dates_round_trip(offset):
     assert phrase is not None
     assert day.isoformat() in resolve(f"It was {phrase}.", today)
     assert describe(today + timedelta(days=40), today) is None
+
+
+@pytest.fixture(scope="module")
+def railway():
+    synth = OfflineSynthesizer()
+    domain = builtin_domain("railway")
+    rows = synth.populate(domain, seed=0)
+    env = Environment.from_rows(domain, rows)
+    base, _ = synth.tasks(domain, env, rows, seed=0)
+    yield domain, env, base
+    env.close()
+
+
+def test_preference_drops_the_naming_detail_and_asks_for_the_unique_extreme(railway):
+    _, env, base = railway
+    made = [(t, m[0]) for t in base if (m := preference(t, env))]
+    assert made
+    for task, variant in made:
+        said = variant.user_scenario.instructions
+        assert "earliest" in said.known_info or "latest" in said.known_info or "cheapest" in said.known_info
+        service = next(o for o in task.meta.expected_outputs if isinstance(o, list) and len(o) > 1)
+        chosen = next(r for r in service if r["service_id"] in {a.arguments.get("service_id")
+                                                                 for a in task.evaluation_criteria.actions})
+        time = chosen["departs_at"][11:16]
+        assert not appears_in(time, normalize_text(said.known_info)), task.id
+        departures = [r["departs_at"] for r in service]
+        assert departures.count(chosen["departs_at"]) == 1
+        accepted, rejected = run_gates([variant], env)
+        assert accepted or rejected[0].gate not in ("ambiguity", "realizability"), rejected[0].reason
+
+
+def test_preference_refuses_when_the_goal_itself_names_the_record(railway):
+    _, env, base = railway
+    task, variant = next((t, m[0]) for t in base if (m := preference(t, env)))
+    service = next(o for o in task.meta.expected_outputs if isinstance(o, list) and len(o) > 1)
+    used = {a.arguments.get("service_id") for a in task.evaluation_criteria.actions}
+    time = next(r["departs_at"][11:16] for r in service if r["service_id"] in used)
+    said = task.user_scenario.instructions
+    named = said.model_copy(update={"task_instructions": f"{said.task_instructions} Take the {time} departure."})
+    assert preference(task.model_copy(update={"user_scenario": task.user_scenario.model_copy(
+        update={"instructions": named})}), env) is None
+
+
+def test_a_variants_kind_is_what_its_gold_does(bank):
+    _, env, _, hardened, _ = bank
+    variants = [t for t in hardened if t.meta.hardening]
+    assert {t.meta.kind for t in variants} == {"read", "write"}
+    for task in variants:
+        assert task.meta.kind == ("write" if task.meta.final_state_hash != env.state_hash() else "read"), task.id
