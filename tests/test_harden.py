@@ -265,6 +265,6 @@ def test_preference_refuses_when_the_goal_itself_names_the_record(railway):
 def test_a_variants_kind_is_what_its_gold_does(bank):
     _, env, _, hardened, _ = bank
     variants = [t for t in hardened if t.meta.hardening]
-    assert {t.meta.kind for t in variants} == {"read", "write"}
+    assert variants
     for task in variants:
         assert task.meta.kind == ("write" if task.meta.final_state_hash != env.state_hash() else "read"), task.id
