@@ -134,6 +134,17 @@ def test_the_answer_format_stands_at_the_top(rendered, stage):
     assert all(f'"{f}"' in line for f in ANSWERS[stage].model_fields if ANSWERS[stage].model_fields[f].is_required())
 
 
+@pytest.mark.parametrize("stage", ANSWERS)
+def test_every_field_the_prose_and_answer_format_name_exists(rendered, stage):
+    """Keys written as JSON ("kind": ...) or as `field: ...` in the prose are fields of the answer."""
+    text = prose(rendered[stage])
+    spans = re.findall(r"`[^`\n]*`", text) + [answer_format(rendered[stage].split("\n", 1)[1].lstrip())]
+    keys = {k for span in spans for k in re.findall(r'"([a-z_]+)":', span)}
+    keys |= {k for span in spans for k in re.findall(r"^`([a-z_]+): ", span)}
+    unknown = sorted(keys - schema_fields(ANSWERS[stage]))
+    assert keys and not unknown, f"{stage}.j2 names fields its answer does not have: {unknown}"
+
+
 def test_the_design_prompt_documents_every_template_helper_and_filter(rendered):
     text = prose(rendered["design"])
     missing = sorted(n for n in template_helpers() | custom_filters() if not documented(n, text))
