@@ -5,6 +5,8 @@ conversation that had just failed."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 import llm_answers
@@ -110,3 +112,17 @@ def test_every_table_whose_rows_break_a_constraint_is_named_and_the_tables_point
     assert [(p.field, p.message.split(": ", 1)[1]) for p in error.value.problems] == [
         ("table movies", "its rows break a constraint: UNIQUE constraint failed: movies.title"),
         ("table concessions", "its rows break a constraint: UNIQUE constraint failed: concessions.name")]
+
+
+def test_a_reference_column_with_a_gen_hint_is_refused_with_the_other_problems():
+    """The audit's model gave a foreign key a template too, and nothing said the template is never used."""
+    design = json.loads(_corrupt("bad_gen_hints", "design", llm_answers.design({"domain": DOMAIN})))
+    screens = next(t for t in design["tables"] if t["name"] == "screens")
+    cinema = next(c for c in screens["columns"] if c["name"] == "cinema_id")
+    cinema["gen"] = {"template": "CIN-{{ '%06d' % (seq + 1) }}"}
+    with pytest.raises(Invalid) as error:
+        build_design(DOMAIN, DesignAnswer.model_validate(design), seed=3)
+    messages = [p.message for p in error.value.problems]
+    assert messages[0] == ("screens.cinema_id references cinemas.cinema_id, so its value is a key of that table: "
+                           "remove its gen")
+    assert len(messages) == 4  # and the three bad hints

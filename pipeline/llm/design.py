@@ -37,8 +37,6 @@ def spec_yaml(spec: DomainSpec) -> str:
 
 _SPEC_LINE = re.compile(r"^[^:]*:(?:\d+|None): (?P<loc>[^:\s]+): ")
 _COLUMN_LINE = re.compile(r"^(?P<table>[a-z][a-z0-9_]*)(?:\.[a-z][a-z0-9_]*)?: ")
-
-
 _NAMED = re.compile(r": (?P<kind>rule|intent) '(?P<name>[^']+)'")
 
 
