@@ -101,7 +101,7 @@ def _with_columns(answer: dict[str, Any], columns: list[dict[str, Any]], spread:
     return json.dumps({**answer, "tables": tables})
 
 
-def _corrupt(kind: str, stage: str, answer: dict[str, Any]) -> str:
+def corrupt(kind: str, stage: str, answer: dict[str, Any]) -> str:
     """The answer broken the way `kind` says (a kind that does not fit the stage breaks the schema)."""
     text = json.dumps(answer)
     if kind == "bad_gen_hints" and stage == "design":
@@ -225,7 +225,7 @@ class LLMTestServer:
         stage, answer = staged
         self.stats.by_stage[stage] += 1
         self.stats.answered += 1
-        content = _corrupt(kind, stage, answer) if kind in CONTENT_FAULTS + DESIGN_FAULTS else json.dumps(answer)
+        content = corrupt(kind, stage, answer) if kind in CONTENT_FAULTS + DESIGN_FAULTS else json.dumps(answer)
         return self._reply(body, content)
 
     # running -----------------------------------------------------------------------------------

@@ -10,7 +10,7 @@ import json
 import pytest
 
 import llm_answers
-from llm_server import Faults, LLMTestServer, _corrupt
+from llm_server import Faults, LLMTestServer, corrupt
 from toolscale.pipeline.populate import populate
 from toolscale.pipeline.llm import LLMClient, LLMConfig, LLMStageError, LLMSynthesizer, SynthesisOptions
 from toolscale.pipeline.llm.answers import DesignAnswer
@@ -70,7 +70,7 @@ def test_a_design_with_three_bad_hints_hears_of_all_three_and_is_fixed_in_one_ro
 
 
 def test_all_gen_hint_problems_come_back_from_one_validation():
-    text = _corrupt("bad_gen_hints", "design", llm_answers.design({"domain": DOMAIN}))
+    text = corrupt("bad_gen_hints", "design", llm_answers.design({"domain": DOMAIN}))
     with pytest.raises(Invalid) as error:
         build_design(DOMAIN, DesignAnswer.model_validate_json(text), seed=3)
     problems = error.value.problems
@@ -116,7 +116,7 @@ def test_every_table_whose_rows_break_a_constraint_is_named_and_the_tables_point
 
 def test_a_reference_column_with_a_gen_hint_is_refused_with_the_other_problems():
     """The audit's model gave a foreign key a template too, and nothing said the template is never used."""
-    design = json.loads(_corrupt("bad_gen_hints", "design", llm_answers.design({"domain": DOMAIN})))
+    design = json.loads(corrupt("bad_gen_hints", "design", llm_answers.design({"domain": DOMAIN})))
     screens = next(t for t in design["tables"] if t["name"] == "screens")
     cinema = next(c for c in screens["columns"] if c["name"] == "cinema_id")
     cinema["gen"] = {"template": "CIN-{{ '%06d' % (seq + 1) }}"}
