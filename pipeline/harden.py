@@ -119,50 +119,76 @@ _MONEY = re.compile(r"balance|price|fare|fee|cost|total|amount|paid|charge|depos
 _NOT_MONEY = re.compile(r"_id$|year|number|limit|max_|min_|rate|pct|days")
 
 
-def conditional(task: Task, domain: Domain, rng: random.Random) -> Draft | None:
-    """Only go ahead if an amount on the record being changed, which the user does not know, passes a
-    threshold; else just report it."""
+def _told(*tasks: Task) -> str:
+    return normalize_text(" ".join(filter(None, [getattr(t.user_scenario.instructions, f) for t in tasks
+                                                 for f in ("reason_for_call", "known_info", "task_instructions")])))
+
+
+def _unknown_amount(task: Task, domain: Domain, told: str, rng: random.Random) -> tuple[int, str, str, float] | None:
+    """(action, noun, field, value): an amount on the record the task writes to, read before the
+    first write, that the user's text never gives."""
     actions, outputs = task.evaluation_criteria.actions, task.meta.expected_outputs
-    kinds = [domain.toolkit.specs[a.name].kind for a in actions]
-    if task.meta.kind != "write":
+    writes = [i for i, a in enumerate(actions) if domain.toolkit.specs[a.name].kind == "write"]
+    if not writes:
         return None
-    said = task.user_scenario.instructions
-    told = normalize_text(" ".join(filter(None, [said.reason_for_call, said.known_info, said.task_instructions])))
-    last_write = max(i for i, k in enumerate(kinds) if k == "write")
-    target = actions[last_write]
-    for j in range(last_write):
+    target = actions[writes[-1]]
+    for j in range(writes[-1]):
         records = outputs[j] if isinstance(outputs[j], list) else [outputs[j]]
-        for record in records:
-            if not isinstance(record, dict):
-                continue
+        for record in (r for r in records if isinstance(r, dict)):
             key = next((f for f, v in record.items() if f.endswith("_id") and v in target.arguments.values()
                         and sum(r.get(f) == v for r in records if isinstance(r, dict)) == 1), None)
             numbers = [f for f, v in record.items() if isinstance(v, (int, float)) and not isinstance(v, bool)
                        and v > 1 and _MONEY.search(f) and not _NOT_MONEY.search(f) and not appears_in(v, told)]
-            if key is None or not numbers:
-                continue
-            field = rng.choice(numbers)
-            value = record[field]
-            noun, label = key[:-3].replace("_", " "), re.sub(r"_(eur|usd|gbp)$", "", field).replace("_", " ")
-            go_ahead = rng.random() < 0.5
-            threshold = _nice(value * rng.uniform(0.5, 0.85), up=False) if go_ahead else \
-                _nice(value * rng.uniform(1.15, 1.8), up=True)
-            if threshold == value or threshold <= 0:
-                return None
-            ask = (f" You do not know the {label} on your {noun}: before anything is changed, ask what it is. If it "
-                   f"is more than {_spell(threshold)}, go ahead; if not, leave everything as it is and just have the "
-                   f"agent tell you the {label}.")
-            instructions = task.user_scenario.instructions
-            if go_ahead:
-                return _variant(task, "conditional", task_instructions=instructions.task_instructions + ask), _no_check
-            first_write = next((i for i in range(j + 1, len(actions)) if kinds[i] == "write"), last_write)
-            kept = actions[:first_write]
-            spelled = f"{value:.2f}" if isinstance(value, float) else str(value)
-            variant = _variant(task, "conditional", actions=kept, communicate=[spelled], nl=[],
-                               task_instructions=instructions.task_instructions + ask)
-            kind = "write" if any(domain.toolkit.specs[a.name].kind == "write" for a in kept) else "read"
-            return variant.model_copy(update={"meta": variant.meta.model_copy(update={"kind": kind})}), _no_check
+            if key is not None and numbers and not any(j >= w for w in writes[1:]):
+                field = rng.choice(numbers)
+                return j, key[:-3].replace("_", " "), field, record[field]
     return None
+
+
+def _end_state(env: Environment, calls: list[tuple[str, dict[str, Any]]]) -> str | None:
+    with env.fork() as fork:
+        results = replay(fork, calls)
+        return fork.state_hash() if all(r.ok for r in results) else None
+
+
+def conditional(a: Task, b: Task, domain: Domain, env: Environment, rng: random.Random) -> Draft | None:
+    """"If my balance is more than 500, do A; if not, do B instead": two goals of one user, the
+    branch fixed by an amount the user does not know and the agent must look up.
+
+    The gold is A's lookups up to the amount, then the branch the database decides. Sound only
+    where both branches replay and end in different states (an agent on the wrong branch scores 0).
+    """
+    found = _unknown_amount(a, domain, _told(a, b), rng)
+    if found is None:
+        return None
+    j, noun, field, value = found
+    go_a = rng.random() < 0.5
+    threshold = _nice(value * rng.uniform(0.5, 0.85), up=False) if go_a else _nice(value * rng.uniform(1.15, 1.8), up=True)
+    if threshold <= 0 or (threshold < value) != go_a:
+        return None
+    asked = a.evaluation_criteria.actions[:j + 1]
+    done = {c for c in _calls(a)[:j + 1]}
+    rest_b = [(x, o) for x, o, c in zip(b.evaluation_criteria.actions, b.meta.expected_outputs, _calls(b)) if c not in done]
+    branch_a, branch_b = a.evaluation_criteria.actions, [*asked, *[x for x, _ in rest_b]]
+    end_a = _end_state(env, [(x.name, x.arguments) for x in branch_a])
+    end_b = _end_state(env, [(x.name, x.arguments) for x in branch_b])
+    if not rest_b or len(rest_b) == len(b.evaluation_criteria.actions) or end_a is None or end_b is None \
+            or end_a == end_b:  # B must be its own goal, of the same user, ending elsewhere than A
+        return None
+    taken = a if go_a else b
+    label = re.sub(r"_(eur|usd|gbp)$", "", field).replace("_", " ")
+    ia, ib = a.user_scenario.instructions, b.user_scenario.instructions
+    variant = _variant(
+        taken, "conditional", actions=branch_a if go_a else branch_b, intent=f"{a.meta.intent}|{b.meta.intent}",
+        reason_for_call=f"{ia.reason_for_call} But if the {label} on your {noun} is {_spell(threshold)} or less, you "
+                        f"would rather do something else: {_lower_first(ib.reason_for_call)}",
+        known_info=_sentences(ia.known_info, ib.known_info),
+        unknown_info=_sentences(ia.unknown_info, ib.unknown_info, f"You do not know the {label} on your {noun}."),
+        task_instructions=f"First ask the agent what the {label} on your {noun} is. If it is more than "
+                          f"{_spell(threshold)}: {_lower_first(ia.task_instructions)} If it is not, say \"then I'd "
+                          f"rather not\" and instead {_lower_first(ib.task_instructions)}")
+    check = _no_check if go_a else _same_outputs([o for _, o in rest_b], len(asked))
+    return variant, check
 
 
 _ISO_DATE = re.compile(r"\b(on |for )?(\d{4}-\d{2}-\d{2})\b")
@@ -385,13 +411,21 @@ def harden(domain: Domain, env: Environment, tasks: list[Task], seed: int,
         a, b = rng.sample(rng.choice(groups), 2)
         if a.meta.intent != b.meta.intent and (draft := compose(a, b, rng)):
             drafts.append(("composition", draft, None))
+    taken: set[str] = set()
+    for _ in range(quota["conditional"] * 3):
+        if not groups or sum(op == "conditional" for op, _, _ in drafts) >= quota["conditional"]:
+            break
+        a, b = rng.sample(rng.choice(groups), 2)
+        if a.meta.intent != b.meta.intent and a.id not in taken and b.id not in taken \
+                and (draft := conditional(a, b, domain, env, rng)):
+            base = a if draft[0].evaluation_criteria.actions[-1] == a.evaluation_criteria.actions[-1] else b
+            drafts.append(("conditional", draft, base.id))  # its gold is the taken branch's: it replaces that base
+            taken.add(base.id)
     singles: list[tuple[str, Callable[[Task], Draft | None]]] = [
-        ("conditional", lambda t: conditional(t, domain, rng)),
         ("indirect", lambda t: indirect_dates(t, domain.spec.clock.date())),
         ("distractor", lambda t: distractor(t, env, rng)),
         ("preference", lambda t: preference(t, env)),
         ("partial", partial)]
-    taken: set[str] = set()
     for op, make in singles:
         pool = [t for t in tasks if t.id not in taken]
         rng.shuffle(pool)

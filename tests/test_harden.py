@@ -11,7 +11,7 @@ import pytest
 from toolscale.domains import Environment, builtin_domain, replay
 from toolscale.domains.dates import describe, resolve
 from toolscale.domains.matching import appears_in, normalize_text
-from toolscale.pipeline.harden import (_sentences, compose, conditional, distractor, harden, indirect_dates, partial,
+from toolscale.pipeline.harden import (_lower_first, _sentences, _told, _unknown_amount, compose, conditional, distractor, harden, indirect_dates, partial,
                                        preference,
                                        relative_dates)
 from toolscale.pipeline.synthesizer import OfflineSynthesizer
@@ -72,24 +72,54 @@ def test_composition_joins_two_requests_of_one_user(bank):
     assert set(first.evaluation_criteria.communicate_info) <= set(variant.evaluation_criteria.communicate_info)
 
 
-def test_conditional_fixes_the_branch_from_the_database(bank):
-    domain, _, base, _, _ = bank
+def _pairs(base):
+    users = {}
+    for task in base:
+        users.setdefault(task.evaluation_criteria.actions[0].model_dump_json(exclude={"action_id"}), []).append(task)
+    return [(x, y) for group in users.values() for x in group for y in group if x.meta.intent != y.meta.intent]
+
+
+def _conditionals(bank):
+    domain, env, base, _, _ = bank
     rng = random.Random(3)
-    branches = Counter()
-    for task in [t for t in base if t.meta.kind == "write"][:60]:
-        made = conditional(task, domain, rng)
-        if made is None:
-            continue
-        variant, _ = made
-        said = variant.user_scenario.instructions
-        assert "You do not know the" in said.task_instructions and "'s " not in said.task_instructions.split("You do not know")[1]
-        full = len(variant.evaluation_criteria.actions) == len(task.evaluation_criteria.actions)
-        branches["go" if full else "stop"] += 1
-        if not full:
-            assert not any(domain.toolkit.specs[a.name].kind == "write" and a.name != "verify_identity"
-                           for a in variant.evaluation_criteria.actions)
-            assert len(variant.evaluation_criteria.communicate_info) == 1
-    assert branches["go"] and branches["stop"]
+    return [(x, y, m[0]) for x, y in _pairs(base)[:400] if (m := conditional(x, y, domain, env, rng))]
+
+
+def _end(env, task):
+    with env.fork() as fork:
+        replay(fork, task.gold_calls())
+        return fork.state_hash()
+
+
+def test_conditional_branches_between_two_goals_that_end_in_different_states(bank):
+    _, env, _, _, _ = bank
+    made = _conditionals(bank)
+    taken = Counter()
+    assert made
+    for a, b, variant in made:
+        said = variant.user_scenario.instructions.task_instructions
+        assert _lower_first(a.user_scenario.instructions.task_instructions) in said  # both branches are goals
+        assert _lower_first(b.user_scenario.instructions.task_instructions) in said
+        assert "'s " not in said.split(":")[0] and "on your" in said.split(":")[0]  # "the balance on your account"
+        end, end_a, end_b = _end(env, variant), _end(env, a), _end(env, b)
+        assert end_a != end_b and end in (end_a, end_b), (a.id, b.id)  # the wrong branch ends elsewhere
+        taken["a" if end == end_a else "b"] += 1
+    assert taken["a"] and taken["b"]
+
+
+def test_conditional_amount_is_one_the_user_does_not_know(bank):
+    domain, _, _, _, _ = bank
+    for a, b, _ in _conditionals(bank):
+        told = _told(a, b)
+        _, _, field, value = _unknown_amount(a, domain, told, random.Random(0))
+        assert not appears_in(value, told) and not field.endswith("_id")
+
+
+def test_conditional_refuses_two_goals_with_the_same_end(bank):
+    domain, env, _, _, _ = bank
+    a, _, _ = _conditionals(bank)[0]
+    twin = a.model_copy(update={"meta": a.meta.model_copy(update={"intent": "twin"})})
+    assert all(conditional(a, twin, domain, env, random.Random(seed)) is None for seed in range(20))
 
 
 def test_indirect_dates_say_dates_relative_to_the_clock(bank):
@@ -157,19 +187,6 @@ def test_partial_changes_only_the_user(bank):
     _, _, base, _, _ = bank
     quiet = next(m for t in base if (m := partial(t)))[0]
     assert "Do not volunteer your" in quiet.user_scenario.instructions.task_instructions
-
-
-def test_conditional_refuses_amounts_the_user_already_states(bank):
-    domain, _, base, _, _ = bank
-    for task in [t for t in base if t.meta.kind == "write"][:60]:
-        made = conditional(task, domain, random.Random(3))
-        if made is None:
-            continue
-        said = made[0].user_scenario.instructions
-        threshold_text = said.task_instructions.split("You do not know the")[0]
-        told = normalize_text(" ".join(filter(None, [said.reason_for_call, said.known_info, threshold_text])))
-        spoken = made[0].evaluation_criteria.communicate_info
-        assert not any(appears_in(v, told) for v in spoken), task.id
 
 
 def test_composition_reads_as_one_conversation(bank):
