@@ -113,11 +113,10 @@ def template_helpers() -> set[str]:
     return set(filler.template_context({}, "en_US", Faker("en_US"), 0, 0))
 
 
-def answer_format(text: str) -> str:
-    """The 'Answer format:' line, which must come before any section, list or example."""
-    head = text.split("\n\n", 2)
-    line = next((p for p in head[:2] if p.startswith("Answer format:")), "")
-    return line
+def answer_format(prompt: str) -> str:
+    """The paragraph right after the '# Title' line, when it states the answer format; else ''."""
+    first = prompt.split("\n", 1)[1].lstrip().split("\n\n", 1)[0]
+    return first if first.startswith("Answer format:") else ""
 
 
 @pytest.mark.parametrize("stage", ANSWERS)
@@ -129,7 +128,7 @@ def test_every_answer_field_is_documented_in_its_stage_prompt(rendered, stage):
 
 @pytest.mark.parametrize("stage", ANSWERS)
 def test_the_answer_format_stands_at_the_top(rendered, stage):
-    line = answer_format(rendered[stage].split("\n", 1)[1].lstrip())  # after the '# Title' line
+    line = answer_format(rendered[stage])
     assert line, f"{stage}.j2 does not open with its answer format"
     assert all(f'"{f}"' in line for f in ANSWERS[stage].model_fields if ANSWERS[stage].model_fields[f].is_required())
 
@@ -138,7 +137,7 @@ def test_the_answer_format_stands_at_the_top(rendered, stage):
 def test_every_field_the_prose_and_answer_format_name_exists(rendered, stage):
     """Keys written as JSON ("kind": ...) or as `field: ...` in the prose are fields of the answer."""
     text = prose(rendered[stage])
-    spans = re.findall(r"`[^`\n]*`", text) + [answer_format(rendered[stage].split("\n", 1)[1].lstrip())]
+    spans = re.findall(r"`[^`\n]*`", text) + [answer_format(rendered[stage])]
     keys = {k for span in spans for k in re.findall(r'"([a-z_]+)":', span)}
     keys |= {k for span in spans for k in re.findall(r"^`([a-z_]+): ", span)}
     unknown = sorted(keys - schema_fields(ANSWERS[stage]))
