@@ -125,8 +125,8 @@ def _told(*tasks: Task) -> str:
 
 
 def _unknown_amount(task: Task, domain: Domain, told: str, rng: random.Random) -> tuple[int, str, str, float] | None:
-    """(action, noun, field, value): an amount on the record the task writes to, read before the
-    first write, that the user's text never gives."""
+    """(action, noun, field, value): an amount on the record the task writes to, read before its
+    second write (the first may be the identity check), that the user's text never gives."""
     actions, outputs = task.evaluation_criteria.actions, task.meta.expected_outputs
     writes = [i for i, a in enumerate(actions) if domain.toolkit.specs[a.name].kind == "write"]
     if not writes:
@@ -369,8 +369,14 @@ def partial(task: Task) -> Draft | None:
 def _verify(domain: Domain, env: Environment, draft: Draft, task_id: str) -> tuple[Task | None, Rejection | None]:
     variant, check = draft
     variant = variant.model_copy(update={"id": task_id})
+    changed = False  # by a write the user came for: an identity check's bookkeeping row does not count
     with env.fork() as fork:
-        results = replay(fork, variant.gold_calls())
+        results = []
+        for name, arguments in variant.gold_calls():
+            before = fork.state_hash()
+            results.append(fork.call(name, arguments))
+            changed = changed or (domain.toolkit.specs[name].kind == "write" and not name.startswith("verify")
+                                  and fork.state_hash() != before)
         state = fork.state_hash()
     failure = next((f"action {i} ({r.name}) failed: {r.error_type}: {r.error}" for i, r in enumerate(results)
                     if not r.ok), None)
@@ -379,7 +385,7 @@ def _verify(domain: Domain, env: Environment, draft: Draft, task_id: str) -> tup
     actions = variant.evaluation_criteria.actions
     meta = variant.meta.model_copy(update={
         "expected_outputs": outputs, "final_state_hash": None if failure else state,
-        "kind": "write" if state != env.state_hash() else "read",  # what the gold does, whatever the bases said
+        "kind": "write" if changed else "read",  # what the gold does (as WordingGate reads it), whatever the bases said
         "difficulty": difficulty_of(len(actions), write_calls(domain, actions), len(variant.meta.hardening))})
     variant = variant.model_copy(update={"meta": meta})
     if failure:
