@@ -124,8 +124,9 @@ def _told(*tasks: Task) -> str:
                                                  for f in ("reason_for_call", "known_info", "task_instructions")])))
 
 
-def _unknown_amount(task: Task, domain: Domain, told: str, rng: random.Random) -> tuple[int, str, str, float] | None:
-    """(action, noun, field, value): an amount on the record the task writes to, read before its
+def _unknown_amount(task: Task, domain: Domain, told: str,
+                    rng: random.Random) -> tuple[int, str, str, dict[str, Any]] | None:
+    """(action, id field, amount field, record): an amount on the record the task writes to, read before its
     second write (the first may be the identity check), that the user's text never gives."""
     actions, outputs = task.evaluation_criteria.actions, task.meta.expected_outputs
     writes = [i for i, a in enumerate(actions) if domain.toolkit.specs[a.name].kind == "write"]
@@ -141,7 +142,7 @@ def _unknown_amount(task: Task, domain: Domain, told: str, rng: random.Random) -
                        and v > 1 and _MONEY.search(f) and not _NOT_MONEY.search(f) and not appears_in(v, told)]
             if key is not None and numbers and not any(j >= w for w in writes[1:]):
                 field = rng.choice(numbers)
-                return j, key[:-3].replace("_", " "), field, record[field]
+                return j, key, field, record
     return None
 
 
@@ -161,7 +162,10 @@ def conditional(a: Task, b: Task, domain: Domain, env: Environment, rng: random.
     found = _unknown_amount(a, domain, _told(a, b), rng)
     if found is None:
         return None
-    j, noun, field, value = found
+    j, key, field, record = found
+    if not any(v == record[key] for x in b.evaluation_criteria.actions for v in x.arguments.values()):
+        return None  # B is about another record: "if my order's balance is ..., ask about my gift card" is no choice
+    noun, value = key[:-3].replace("_", " "), record[field]
     go_a = rng.random() < 0.5
     threshold = _nice(value * rng.uniform(0.5, 0.85), up=False) if go_a else _nice(value * rng.uniform(1.15, 1.8), up=True)
     if threshold <= 0 or (threshold < value) != go_a:
@@ -418,7 +422,7 @@ def harden(domain: Domain, env: Environment, tasks: list[Task], seed: int,
         if a.meta.intent != b.meta.intent and (draft := compose(a, b, rng)):
             drafts.append(("composition", draft, None))
     taken: set[str] = set()
-    for _ in range(quota["conditional"] * 3):
+    for _ in range(quota["conditional"] * 8):  # few pairs share the record the amount is on: sample more
         if not groups or sum(op == "conditional" for op, _, _ in drafts) >= quota["conditional"]:
             break
         a, b = rng.sample(rng.choice(groups), 2)

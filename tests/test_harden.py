@@ -112,8 +112,9 @@ def test_conditional_amount_is_one_the_user_does_not_know(bank):
     domain, _, _, _, _ = bank
     for a, b, _ in _conditionals(bank):
         told = _told(a, b)
-        _, _, field, value = _unknown_amount(a, domain, told, random.Random(0))
-        assert not appears_in(value, told) and not field.endswith("_id")
+        _, key, field, record = _unknown_amount(a, domain, told, random.Random(0))
+        assert not appears_in(record[field], told) and not field.endswith("_id")
+        assert record[key] in [v for x in b.evaluation_criteria.actions for v in x.arguments.values()]  # same record
 
 
 def test_conditional_refuses_two_goals_with_the_same_end(bank):
