@@ -152,6 +152,21 @@ def _end_state(env: Environment, calls: list[tuple[str, dict[str, Any]]]) -> str
         return fork.state_hash() if all(r.ok for r in results) else None
 
 
+def _two_branches(a: Task, b: Task, j: int, env: Environment) -> tuple[list[Action], list[Any]] | None:
+    """B's branch (A's lookups up to action j, then B's own calls) and B's outputs there, when both
+    A's gold and B's branch replay and end in different states; else None."""
+    done = set(_calls(a)[:j + 1])
+    rest = [(x, o) for x, o, c in zip(b.evaluation_criteria.actions, b.meta.expected_outputs, _calls(b)) if c not in done]
+    branch_b = [*a.evaluation_criteria.actions[:j + 1], *[x for x, _ in rest]]
+    if not rest or len(rest) == len(b.evaluation_criteria.actions):
+        return None  # B must be its own goal, of the same user
+    end_a, end_b = (_end_state(env, [(x.name, x.arguments) for x in branch])
+                    for branch in (a.evaluation_criteria.actions, branch_b))
+    if end_a is None or end_b is None or end_a == end_b:
+        return None
+    return branch_b, [o for _, o in rest]
+
+
 def conditional(a: Task, b: Task, domain: Domain, env: Environment, rng: random.Random) -> Draft | None:
     """"If my balance is more than 500, do A; if not, do B instead": two goals of one user, the
     branch fixed by an amount the user does not know and the agent must look up.
@@ -170,15 +185,11 @@ def conditional(a: Task, b: Task, domain: Domain, env: Environment, rng: random.
     threshold = _nice(value * rng.uniform(0.5, 0.85), up=False) if go_a else _nice(value * rng.uniform(1.15, 1.8), up=True)
     if threshold <= 0 or (threshold < value) != go_a:
         return None
-    asked = a.evaluation_criteria.actions[:j + 1]
-    done = {c for c in _calls(a)[:j + 1]}
-    rest_b = [(x, o) for x, o, c in zip(b.evaluation_criteria.actions, b.meta.expected_outputs, _calls(b)) if c not in done]
-    branch_a, branch_b = a.evaluation_criteria.actions, [*asked, *[x for x, _ in rest_b]]
-    end_a = _end_state(env, [(x.name, x.arguments) for x in branch_a])
-    end_b = _end_state(env, [(x.name, x.arguments) for x in branch_b])
-    if not rest_b or len(rest_b) == len(b.evaluation_criteria.actions) or end_a is None or end_b is None \
-            or end_a == end_b:  # B must be its own goal, of the same user, ending elsewhere than A
+    branches = _two_branches(a, b, j, env)
+    if branches is None:
         return None
+    branch_b, rest_b = branches
+    branch_a, asked = a.evaluation_criteria.actions, a.evaluation_criteria.actions[:j + 1]
     taken = a if go_a else b
     label = re.sub(r"_(eur|usd|gbp)$", "", field).replace("_", " ")
     ia, ib = a.user_scenario.instructions, b.user_scenario.instructions
@@ -191,8 +202,47 @@ def conditional(a: Task, b: Task, domain: Domain, env: Environment, rng: random.
         task_instructions=f"First ask the agent what the {label} on your {noun} is. If it is more than "
                           f"{_spell(threshold)}: {_lower_first(ia.task_instructions)} If it is not, say \"then I'd "
                           f"rather not\" and instead {_lower_first(ib.task_instructions)}")
-    check = _no_check if go_a else _same_outputs([o for _, o in rest_b], len(asked))
+    check = _no_check if go_a else _same_outputs(rest_b, len(asked))
     return variant, check
+
+
+_QUOTED = re.compile(r"fee|charge|price|fare|cost|deposit")  # what A costs: policies have it stated before a write
+_STATES_COSTS = re.compile(r"(fee|charge|price|amount)[^.]{0,160}explicit confirmation", re.IGNORECASE)
+
+
+def change_of_mind(a: Task, b: Task, domain: Domain, env: Environment, rng: random.Random) -> Draft | None:
+    """The user asks for A, and when the agent states what A costs, changes their mind and asks for B.
+
+    Sound only where the policy has the agent state the fee or charge before a write is confirmed
+    (so the agent reports it before acting), the amount is on the record A and B are both about,
+    and A's and B's end states differ (checked by replay). The gold is B's branch.
+    """
+    if not _STATES_COSTS.search(domain.policy):
+        return None
+    found = _unknown_amount(a, domain, _told(a, b), rng)
+    charged = a.meta.expected_outputs[-1] if isinstance(a.meta.expected_outputs[-1], dict) else {}
+    if found is None or not _QUOTED.search(found[2]) or charged.get(found[2]) != found[3][found[2]]:
+        return None  # only what A's own write charges, read beforehand, is sure to be stated before it is confirmed
+    j, key, field, record = found
+    value = record[field]
+    threshold = _nice(value * rng.uniform(0.5, 0.85), up=False)
+    if not 0 < threshold < value or not any(v == record[key] for x in b.evaluation_criteria.actions
+                                             for v in x.arguments.values()):
+        return None
+    branches = _two_branches(a, b, j, env)
+    if branches is None:
+        return None
+    branch_b, outputs_b = branches
+    label = re.sub(r"_(eur|usd|gbp)$", "", field).replace("_", " ")
+    ia, ib = a.user_scenario.instructions, b.user_scenario.instructions
+    variant = _variant(
+        b, "change_of_mind", actions=branch_b, intent=f"{a.meta.intent}>{b.meta.intent}",
+        reason_for_call=ia.reason_for_call, known_info=_sentences(ia.known_info, ib.known_info),
+        unknown_info=_sentences(ia.unknown_info, ib.unknown_info, f"You do not know the {label}."),
+        task_instructions=f"{ia.task_instructions} If the agent says the {label} is more than {_spell(threshold)}, "
+                          f"change your mind before confirming: you do not want that after all, and instead "
+                          f"{_lower_first(ib.task_instructions)}")
+    return variant, _same_outputs(outputs_b, j + 1)
 
 
 _ISO_DATE = re.compile(r"\b(on |for )?(\d{4}-\d{2}-\d{2})\b")
@@ -407,8 +457,8 @@ def harden(domain: Domain, env: Environment, tasks: list[Task], seed: int,
     """
     rng = random.Random(derive_seed(seed, domain.name, "harden"))
     # preference applies to few tasks (picks out of a listing by price or time): its share comes on top
-    budget = {"composition": 0.3, "conditional": 0.25, "indirect": 0.15, "distractor": 0.15, "preference": 0.1,
-              "partial": 0.15}
+    budget = {"composition": 0.3, "conditional": 0.25, "change_of_mind": 0.05, "indirect": 0.15, "distractor": 0.15,
+              "preference": 0.1, "partial": 0.15}
     quota = {op: int(len(tasks) * share * w) for op, w in budget.items()}
     drafts: list[tuple[str, Draft, str | None]] = []  # (operator, draft, id of the base it replaces)
     by_user: dict[tuple[str, str], list[Task]] = defaultdict(list)
@@ -422,15 +472,16 @@ def harden(domain: Domain, env: Environment, tasks: list[Task], seed: int,
         if a.meta.intent != b.meta.intent and (draft := compose(a, b, rng)):
             drafts.append(("composition", draft, None))
     taken: set[str] = set()
-    for _ in range(quota["conditional"] * 8):  # few pairs share the record the amount is on: sample more
-        if not groups or sum(op == "conditional" for op, _, _ in drafts) >= quota["conditional"]:
-            break
-        a, b = rng.sample(rng.choice(groups), 2)
-        if a.meta.intent != b.meta.intent and a.id not in taken and b.id not in taken \
-                and (draft := conditional(a, b, domain, env, rng)):
-            base = a if draft[0].evaluation_criteria.actions[-1] == a.evaluation_criteria.actions[-1] else b
-            drafts.append(("conditional", draft, base.id))  # its gold is the taken branch's: it replaces that base
-            taken.add(base.id)
+    for op, make in (("conditional", conditional), ("change_of_mind", change_of_mind)):
+        for _ in range(quota[op] * 8):  # few pairs share the record the amount is on: sample more
+            if not groups or sum(o == op for o, _, _ in drafts) >= quota[op]:
+                break
+            a, b = rng.sample(rng.choice(groups), 2)
+            if a.meta.intent != b.meta.intent and a.id not in taken and b.id not in taken \
+                    and (draft := make(a, b, domain, env, rng)):
+                base = a if draft[0].evaluation_criteria.actions[-1] == a.evaluation_criteria.actions[-1] else b
+                drafts.append((op, draft, base.id))  # its gold is the taken branch's: it replaces that base
+                taken.add(base.id)
     singles: list[tuple[str, Callable[[Task], Draft | None]]] = [
         ("indirect", lambda t: indirect_dates(t, domain.spec.clock.date())),
         ("distractor", lambda t: distractor(t, env, rng)),

@@ -11,8 +11,8 @@ import pytest
 from toolscale.domains import Environment, builtin_domain, replay
 from toolscale.domains.dates import describe, resolve
 from toolscale.domains.matching import appears_in, normalize_text
-from toolscale.pipeline.harden import (_lower_first, _sentences, _told, _unknown_amount, compose, conditional, distractor, harden, indirect_dates, partial,
-                                       preference,
+from toolscale.pipeline.harden import (_lower_first, _sentences, _told, _unknown_amount, change_of_mind, compose,
+                                       conditional, distractor, harden, indirect_dates, partial, preference,
                                        relative_dates)
 from toolscale.pipeline.synthesizer import OfflineSynthesizer
 from toolscale.quality.gates import GateContext, run_gates
@@ -288,3 +288,22 @@ def test_a_variants_kind_is_what_its_gold_does(bank):
     for task in variants:
         verdict = WordingGate().check(GateContext(env, task))
         assert verdict.passed or not verdict.reason.startswith("meta.kind"), (task.id, verdict.reason)
+
+
+def test_change_of_mind_does_b_once_the_agent_quotes_what_a_charges(railway):
+    domain, env, base = railway
+    rng = random.Random(0)
+    made = [(x, y, m[0]) for x, y in _pairs(base)[:1500] if (m := change_of_mind(x, y, domain, env, rng))]
+    assert made
+    for a, b, variant in made:
+        gold, last_a, last_b = variant.gold_calls(), a.gold_calls()[-1], b.gold_calls()[-1]
+        assert last_a not in gold and gold[-1] == last_b  # B is done, A's write is not
+        assert _end(env, a) != _end(env, variant), (a.id, b.id)  # going ahead with A ends elsewhere
+        said = variant.user_scenario.instructions.task_instructions
+        assert said.startswith(a.user_scenario.instructions.task_instructions) and "change your mind" in said
+
+
+def test_change_of_mind_refuses_where_the_policy_does_not_quote_charges(bank):
+    domain, env, base, _, _ = bank
+    assert "explicit confirmation" in domain.policy
+    assert not any(change_of_mind(x, y, domain, env, random.Random(0)) for x, y in _pairs(base)[:300])
