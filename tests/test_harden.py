@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import random
 from collections import Counter
 from datetime import date, timedelta
@@ -303,7 +304,8 @@ def test_change_of_mind_does_b_once_the_agent_quotes_what_a_charges(railway):
         assert said.startswith(a.user_scenario.instructions.task_instructions) and "change your mind" in said
 
 
-def test_change_of_mind_refuses_where_the_policy_does_not_quote_charges(bank):
-    domain, env, base, _, _ = bank
-    assert "explicit confirmation" in domain.policy
-    assert not any(change_of_mind(x, y, domain, env, random.Random(0)) for x, y in _pairs(base)[:300])
+def test_change_of_mind_refuses_where_the_policy_does_not_quote_charges(railway):
+    domain, env, base = railway
+    a, b = next((x, y) for x, y in _pairs(base)[:1500] if change_of_mind(x, y, domain, env, random.Random(0)))
+    silent = dataclasses.replace(domain, policy="- Before any change, get the passenger's explicit confirmation.")
+    assert change_of_mind(a, b, silent, env, random.Random(0)) is None
