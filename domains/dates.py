@@ -47,3 +47,21 @@ def resolve(text: str, today: date) -> set[str]:
         if f"last {weekday.lower()}" in lowered:
             found.add((today - timedelta(days=(today.weekday() - i - 1) % 7 + 1)).isoformat())
     return found
+
+
+_ISO_DATE = re.compile(r"\b(on |for )?(\d{4}-\d{2}-\d{2})\b")
+_ECHO = re.compile(r"\b(today|tomorrow|yesterday) \(\1\)", re.IGNORECASE)  # "2026-04-14 (today)" made "today (today)"
+
+
+def _relative(match: re.Match[str], today: date) -> str:
+    phrase = describe(date.fromisoformat(match.group(2)), today)
+    if phrase is None:
+        return match.group(0)
+    # "for tomorrow" reads well; "on 10 days ago", "on in 9 days" do not
+    keeps_preposition = match.group(1) == "for " and phrase.startswith(("today", "tomorrow", "the day after"))
+    return f"{match.group(1) if keeps_preposition else ''}{phrase}"
+
+
+def relative_dates(text: str, today: date) -> str:
+    """`text` with the ISO dates near `today` said the way people say them."""
+    return _ECHO.sub(r"\1", _ISO_DATE.sub(lambda m: _relative(m, today), text))

@@ -30,6 +30,11 @@ class ToolSpec:
     parameters: dict[str, Any]
     args_model: type[BaseModel]
 
+    @property
+    def changes_what_users_want(self) -> bool:
+        """A write a user asks for; an identity check (`verify_*`) writes only a bookkeeping row."""
+        return self.kind == "write" and not self.name.startswith("verify")
+
     def openai_schema(self) -> dict[str, Any]:
         return {"type": "function",
                 "function": {"name": self.name, "description": self.description,

@@ -96,11 +96,6 @@ def wording_defect(task: Task) -> str | None:
     return None
 
 
-def _verification(tool: str) -> bool:
-    """An identity check writes a bookkeeping row but is not what the user came to change."""
-    return tool.startswith("verify")
-
-
 class WordingGate:
     """The user's text has no template artifacts, no repeated sentences and a persona, and
     `meta.kind` is "write" exactly when a gold call other than an identity check changes the state."""
@@ -112,7 +107,7 @@ class WordingGate:
         if defect:
             return failed(defect)
         specs, hashes = ctx.env.domain.toolkit.specs, ctx.first_replay.step_hashes
-        writes = any(specs[a.name].kind == "write" and not _verification(a.name) and hashes[i] != hashes[i + 1]
+        writes = any(specs[a.name].changes_what_users_want and hashes[i] != hashes[i + 1]
                      for i, a in enumerate(ctx.task.evaluation_criteria.actions) if i + 1 < len(hashes))
         if writes != (ctx.task.meta.kind == "write"):
             return failed(f"meta.kind is {ctx.task.meta.kind!r} but the gold {'changes' if writes else 'does not change'}"

@@ -10,11 +10,11 @@ from datetime import date, timedelta
 import pytest
 
 from toolscale.domains import Environment, builtin_domain, replay
-from toolscale.domains.dates import describe, resolve
+from toolscale.domains.dates import describe, relative_dates, resolve
 from toolscale.domains.matching import appears_in, normalize_text
-from toolscale.pipeline.harden import (_lower_first, _sentences, _told, _unknown_amount, change_of_mind, compose,
-                                       conditional, distractor, harden, indirect_dates, partial, preference,
-                                       relative_dates)
+from toolscale.pipeline.harden import harden
+from toolscale.pipeline.operators import (_lower_first, _sentences, _told, _unknown_amount, change_of_mind, compose,
+                                          conditional, distractor, indirect_dates, partial, preference)
 from toolscale.pipeline.synthesizer import OfflineSynthesizer
 from toolscale.quality.gates import GateContext, run_gates
 from toolscale.quality.wording import WordingGate

@@ -1,0 +1,400 @@
+"""The hardening operators: each drafts a harder variant of a task, or None where it cannot apply soundly.
+
+Operators work on any domain's tasks, reading only their text, gold calls and recorded outputs:
+- composition: two intents of the same user in one conversation;
+- conditional: "if my balance is more than 500, do A; if not, B instead", the branch fixed by the database;
+- change_of_mind: the user asks for A and, once told what A costs, asks for B instead;
+- indirect: dates the user gives relative to today ("last Tuesday"), to be resolved by the agent;
+- distractor: the user first names a sibling record by mistake, then corrects themselves;
+- preference: the user asks for the cheapest or earliest of a listing instead of naming the record;
+- partial: the user withholds a detail the gold needs until the agent asks for it (pipeline/harden.py verifies each).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+import re
+from collections.abc import Callable
+from datetime import date
+from typing import Any
+
+from toolscale.domains import Domain, Environment, replay
+from toolscale.domains.dates import relative_dates
+from toolscale.domains.matching import appears_in, normalize_text
+from toolscale.domains.tasks import Action, Task
+
+
+Draft = tuple[Task, Callable[[list[Any]], str | None]]  # a variant, and a check of its replayed outputs
+
+
+def calls_of(task: Task) -> list[tuple[str, str]]:
+    return [(a.name, json.dumps(a.arguments, sort_keys=True)) for a in task.evaluation_criteria.actions]
+
+
+def _sentence_words(sentence: str) -> frozenset[str]:
+    return frozenset(w.rstrip("s") for w in re.findall(r"[\w@.-]+", sentence.lower().rstrip(".!?")))
+
+
+def _sentences(*texts: str | None) -> str:
+    """The sentences of `texts` once each: one whose words another kept sentence already holds
+    ("... customer id." beside "... customer id or account numbers.") is dropped."""
+    kept: list[tuple[str, frozenset[str]]] = []
+    for text in texts:
+        for sentence in re.split(r"(?<=[.!?])\s+", text or ""):
+            words = _sentence_words(sentence)
+            if not words or any(words <= other for _, other in kept):
+                continue
+            kept = [(s, w) for s, w in kept if not w <= words] + [(sentence, words)]
+    return " ".join(s for s, _ in kept)
+
+
+def _lower_first(text: str) -> str:
+    return text[:1].lower() + text[1:] if text[1:2].islower() or len(text) < 2 else text
+
+
+def _variant(task: Task, operator: str, *, actions: list[Action] | None = None, intent: str | None = None,
+             communicate: list[str] | None = None, nl: list[str] | None = None, **text: str | None) -> Task:
+    instructions = task.user_scenario.instructions.model_copy(update=text)
+    criteria = task.evaluation_criteria.model_copy(update={
+        "actions": [Action(action_id=str(i), name=a.name, arguments=a.arguments)
+                    for i, a in enumerate(actions if actions is not None else task.evaluation_criteria.actions)],
+        "communicate_info": communicate if communicate is not None else task.evaluation_criteria.communicate_info,
+        "nl_assertions": nl if nl is not None else task.evaluation_criteria.nl_assertions})
+    meta = task.meta.model_copy(update={"hardening": [*task.meta.hardening, operator],
+                                        "intent": intent or task.meta.intent})
+    return task.model_copy(update={"user_scenario": task.user_scenario.model_copy(update={"instructions": instructions}),
+                                   "evaluation_criteria": criteria, "meta": meta})
+
+
+def _same_outputs(expected: list[Any], offset: int) -> Callable[[list[Any]], str | None]:
+    def check(outputs: list[Any]) -> str | None:
+        if outputs[offset:offset + len(expected)] != expected:
+            return "the second request no longer sees what it saw alone (the two requests interfere)"
+        return None
+    return check
+
+
+def _no_check(outputs: list[Any]) -> str | None:
+    return None
+
+
+# ---------------------------------------------------------------------------------- operators
+_JOINS = ("Once that is done, {}", "After that, {}", "When that is sorted, {}", "Then {}")
+
+
+def compose(a: Task, b: Task, rng: random.Random | None = None) -> Draft | None:
+    """A then B for the same user: B's repeated lookups are dropped, its outputs must not change."""
+    done = set(calls_of(a))
+    kept = [(x, o) for x, o, c in zip(b.evaluation_criteria.actions, b.meta.expected_outputs, calls_of(b)) if c not in done]
+    if not kept or len(kept) == len(b.evaluation_criteria.actions):
+        return None
+    ia, ib = a.user_scenario.instructions, b.user_scenario.instructions
+    variant = _variant(
+        a, "composition", actions=[*a.evaluation_criteria.actions, *[x for x, _ in kept]],
+        intent=f"{a.meta.intent}+{b.meta.intent}",
+        communicate=[*a.evaluation_criteria.communicate_info, *b.evaluation_criteria.communicate_info],
+        nl=[*a.evaluation_criteria.nl_assertions, *b.evaluation_criteria.nl_assertions],
+        reason_for_call=f"{ia.reason_for_call} In the same call, {_lower_first(ib.reason_for_call)}",
+        known_info=_sentences(ia.known_info, ib.known_info), unknown_info=_sentences(ia.unknown_info, ib.unknown_info),
+        task_instructions=f"{ia.task_instructions} {(rng or random.Random(0)).choice(_JOINS).format(_lower_first(ib.task_instructions))}")
+    variant.meta.hardening[:] = sorted({*a.meta.hardening, *b.meta.hardening}) + ["composition"]
+    return variant, _same_outputs([o for _, o in kept], len(a.evaluation_criteria.actions))
+
+
+def _spell(value: float) -> str:
+    return str(int(value)) if float(value).is_integer() else f"{value:.2f}"
+
+
+def _nice(value: float, up: bool) -> float:
+    step = 10 ** max(math.floor(math.log10(abs(value))) - 1, 0) if value else 1
+    return float((math.ceil if up else math.floor)(value / step) * step)
+
+
+# numbers a customer would make a decision on (money), not ids, years, sizes or limits
+_MONEY = re.compile(r"balance|price|fare|fee|cost|total|amount|paid|charge|deposit|refund|copay|due|owed|payment")
+_NOT_MONEY = re.compile(r"_id$|year|number|limit|max_|min_|rate|pct|days")
+
+
+def _told(*tasks: Task) -> str:
+    return normalize_text(" ".join(filter(None, [getattr(t.user_scenario.instructions, f) for t in tasks
+                                                 for f in ("reason_for_call", "known_info", "task_instructions")])))
+
+
+def _unknown_amount(task: Task, domain: Domain, told: str,
+                    rng: random.Random) -> tuple[int, str, str, dict[str, Any]] | None:
+    """(action, id field, amount field, record): an amount on the record the task writes to, read before its
+    second write (the first may be the identity check), that the user's text never gives."""
+    actions, outputs = task.evaluation_criteria.actions, task.meta.expected_outputs
+    writes = [i for i, a in enumerate(actions) if domain.toolkit.specs[a.name].kind == "write"]
+    if not writes:
+        return None
+    target = actions[writes[-1]]
+    for j in range(writes[-1]):
+        records = outputs[j] if isinstance(outputs[j], list) else [outputs[j]]
+        for record in (r for r in records if isinstance(r, dict)):
+            own = next((f for f in record if f.endswith("_id")), None)  # a record's own id comes first
+            key = own if own is not None and record[own] in target.arguments.values() and \
+                sum(r.get(own) == record[own] for r in records if isinstance(r, dict)) == 1 else None
+            numbers = [f for f, v in record.items() if isinstance(v, (int, float)) and not isinstance(v, bool)
+                       and v > 1 and _MONEY.search(f) and not _NOT_MONEY.search(f) and not appears_in(v, told)]
+            if key is not None and numbers and not any(j >= w for w in writes[1:]):
+                field = rng.choice(numbers)
+                return j, key, field, record
+    return None
+
+
+def _end_state(env: Environment, calls: list[tuple[str, dict[str, Any]]]) -> str | None:
+    with env.fork() as fork:
+        results = replay(fork, calls)
+        return fork.state_hash() if all(r.ok for r in results) else None
+
+
+def _two_branches(a: Task, b: Task, j: int, env: Environment) -> tuple[list[Action], list[Any]] | None:
+    """B's branch (A's lookups up to action j, then B's own calls) and B's outputs there, when both
+    A's gold and B's branch replay and end in different states; else None."""
+    done = set(calls_of(a)[:j + 1])
+    rest = [(x, o) for x, o, c in zip(b.evaluation_criteria.actions, b.meta.expected_outputs, calls_of(b)) if c not in done]
+    branch_b = [*a.evaluation_criteria.actions[:j + 1], *[x for x, _ in rest]]
+    if not rest or len(rest) == len(b.evaluation_criteria.actions):
+        return None  # B must be its own goal, of the same user
+    end_a, end_b = (_end_state(env, [(x.name, x.arguments) for x in branch])
+                    for branch in (a.evaluation_criteria.actions, branch_b))
+    if end_a is None or end_b is None or end_a == end_b:
+        return None
+    return branch_b, [o for _, o in rest]
+
+
+def conditional(a: Task, b: Task, domain: Domain, env: Environment, rng: random.Random) -> Draft | None:
+    """"If my balance is more than 500, do A; if not, do B instead": two goals of one user, the
+    branch fixed by an amount the user does not know and the agent must look up.
+
+    The gold is A's lookups up to the amount, then the branch the database decides. Sound only
+    where both branches replay and end in different states (an agent on the wrong branch scores 0).
+    """
+    found = _unknown_amount(a, domain, _told(a, b), rng)
+    if found is None:
+        return None
+    j, key, field, record = found
+    if not any(v == record[key] for x in b.evaluation_criteria.actions for v in x.arguments.values()):
+        return None  # B is about another record: "if my order's balance is ..., ask about my gift card" is no choice
+    noun, value = key[:-3].replace("_", " "), record[field]
+    go_a = rng.random() < 0.5
+    threshold = _nice(value * rng.uniform(0.5, 0.85), up=False) if go_a else _nice(value * rng.uniform(1.15, 1.8), up=True)
+    if threshold <= 0 or (threshold < value) != go_a:
+        return None
+    branches = _two_branches(a, b, j, env)
+    if branches is None:
+        return None
+    branch_b, rest_b = branches
+    branch_a, asked = a.evaluation_criteria.actions, a.evaluation_criteria.actions[:j + 1]
+    taken = a if go_a else b
+    label = re.sub(r"_(eur|usd|gbp)$", "", field).replace("_", " ")
+    ia, ib = a.user_scenario.instructions, b.user_scenario.instructions
+    variant = _variant(
+        taken, "conditional", actions=branch_a if go_a else branch_b, intent=f"{a.meta.intent}|{b.meta.intent}",
+        reason_for_call=f"{ia.reason_for_call} But if the {label} on your {noun} is {_spell(threshold)} or less, you "
+                        f"would rather do something else: {_lower_first(ib.reason_for_call)}",
+        known_info=_sentences(ia.known_info, ib.known_info),
+        unknown_info=_sentences(ia.unknown_info, ib.unknown_info, f"You do not know the {label} on your {noun}."),
+        task_instructions=f"First ask the agent what the {label} on your {noun} is. If it is more than "
+                          f"{_spell(threshold)}: {_lower_first(ia.task_instructions)} If it is not, say \"then I'd "
+                          f"rather not\" and instead {_lower_first(ib.task_instructions)}")
+    check = _no_check if go_a else _same_outputs(rest_b, len(asked))
+    return variant, check
+
+
+_QUOTED = re.compile(r"fee|charge|price|fare|cost|deposit")  # what A costs: policies have it stated before a write
+_STATES_COSTS = re.compile(r"(fee|charge|price|amount)[^.]{0,160}explicit confirmation", re.IGNORECASE)
+
+
+def change_of_mind(a: Task, b: Task, domain: Domain, env: Environment, rng: random.Random) -> Draft | None:
+    """The user asks for A, and when the agent states what A costs, changes their mind and asks for B.
+
+    Sound only where the policy has the agent state the fee or charge before a write is confirmed
+    (so the agent reports it before acting), the amount is on the record A and B are both about,
+    and A's and B's end states differ (checked by replay). The gold is B's branch.
+    """
+    if not _STATES_COSTS.search(domain.policy):
+        return None
+    found = _unknown_amount(a, domain, _told(a, b), rng)
+    charged = a.meta.expected_outputs[-1] if isinstance(a.meta.expected_outputs[-1], dict) else {}
+    if found is None or not _QUOTED.search(found[2]) or charged.get(found[2]) != found[3][found[2]]:
+        return None  # only what A's own write charges, read beforehand, is sure to be stated before it is confirmed
+    j, key, field, record = found
+    value = record[field]
+    threshold = _nice(value * rng.uniform(0.5, 0.85), up=False)
+    if not 0 < threshold < value or not any(v == record[key] for x in b.evaluation_criteria.actions
+                                             for v in x.arguments.values()):
+        return None
+    branches = _two_branches(a, b, j, env)
+    if branches is None:
+        return None
+    branch_b, outputs_b = branches
+    label = re.sub(r"_(eur|usd|gbp)$", "", field).replace("_", " ")
+    ia, ib = a.user_scenario.instructions, b.user_scenario.instructions
+    variant = _variant(
+        b, "change_of_mind", actions=branch_b, intent=f"{a.meta.intent}>{b.meta.intent}",
+        reason_for_call=ia.reason_for_call, known_info=_sentences(ia.known_info, ib.known_info),
+        unknown_info=_sentences(ia.unknown_info, ib.unknown_info, f"You do not know the {label}."),
+        task_instructions=f"{ia.task_instructions} If the agent says the {label} is more than {_spell(threshold)}, "
+                          f"change your mind before confirming: you do not want that after all, and instead "
+                          f"{_lower_first(ib.task_instructions)}")
+    return variant, _same_outputs(outputs_b, j + 1)
+
+
+def indirect_dates(task: Task, today: date) -> Draft | None:
+    """Dates within two weeks of today are said relative to today; the agent must work them out."""
+    i = task.user_scenario.instructions
+    fields = ("reason_for_call", "known_info", "task_instructions")
+    text = {f: relative_dates(getattr(i, f) or "", today) or None for f in fields}
+    if all(text[f] == getattr(i, f) for f in fields):
+        return None
+    text["task_instructions"] = (text["task_instructions"] or "") + " Refer to dates the way you would in conversation."
+    return _variant(task, "indirect", **text), _no_check
+
+
+def _picked(output: Any, later: list[Action]) -> tuple[dict[str, Any], str] | None:
+    """The one record of a listed output whose id a later gold call uses, and that id's field."""
+    if not (isinstance(output, list) and len(output) > 1 and all(isinstance(r, dict) for r in output)):
+        return None
+    used = {json.dumps(v) for a in later for v in a.arguments.values()}
+    picks = [(r, f) for r in output for f, v in r.items()
+             if f.endswith("_id") and json.dumps(v) in used and sum(o.get(f) == v for o in output) == 1]
+    return picks[0] if len(picks) == 1 else None
+
+
+def _with_id(actions: list[Action], old: Any, new: Any) -> list[tuple[str, dict[str, Any]]]:
+    return [(a.name, {k: new if v == old else v for k, v in a.arguments.items()}) for a in actions]
+
+
+def _changes_state(env: Environment, task: Task, at: int, old: Any, new: Any) -> bool:
+    """Does the gold, run with `new` in place of the record id `old` after action `at`, fail or end elsewhere?"""
+    actions = task.evaluation_criteria.actions
+    with env.fork() as fork:
+        results = replay(fork, task.gold_calls()[:at + 1] + _with_id(actions[at + 1:], old, new))
+        return not all(r.ok for r in results) or fork.state_hash() != task.meta.final_state_hash
+
+
+def _replace_value(text: str | None, old: str, new: str) -> str | None:
+    return re.sub(rf"(?<![\w@.-]){re.escape(old)}(?![\w@])", new, text, flags=re.IGNORECASE) if text else text
+
+
+def distractor(task: Task, env: Environment, rng: random.Random) -> Draft | None:
+    """The user first names a sibling record (from the same list) and only later corrects themselves.
+
+    Sound only when the text before the correction fits the wrong record as well as it fitted
+    the right one (the right value is replaced by the wrong one, and every other detail the user
+    gives is the same on both), and acting on the wrong record ends in another state.
+    """
+    i = task.user_scenario.instructions
+    fields = ("reason_for_call", "known_info", "task_instructions")
+    text = normalize_text(" ".join(filter(None, [getattr(i, f) for f in fields])))
+    actions = task.evaluation_criteria.actions
+    for at, output in enumerate(task.meta.expected_outputs):
+        picked = _picked(output, actions[at + 1:])
+        if picked is None:
+            continue
+        chosen, key = picked
+        told = [f for f, v in chosen.items() if isinstance(v, (str, int, float)) and not isinstance(v, bool)
+                and len(str(v)) >= 2 and appears_in(v, text)]
+        for field in told:
+            value = chosen[field]
+            if not isinstance(value, str) or len(value) < 3 or field.endswith("_id"):
+                continue
+            siblings = [r for r in output if r is not chosen and isinstance(r.get(field), str)
+                        and not appears_in(r[field], text) and all(r.get(f) == chosen[f] for f in told if f != field)
+                        and _changes_state(env, task, at, chosen[key], r[key])]
+            if not siblings:
+                continue
+            wrong = rng.choice(sorted(siblings, key=lambda r: r[field]))[field]
+            label = field.replace("_", " ")
+            text_update = {f: _replace_value(getattr(i, f), value, wrong) for f in fields}
+            text_update["task_instructions"] += f" Once the agent has found it, correct yourself: you meant {value}, not {wrong}."
+            return _variant(task, "distractor", **text_update,
+                            nl=[*task.evaluation_criteria.nl_assertions,
+                                f"The agent does not act on the record with {label} {wrong}."]), _no_check
+        break
+    return None
+
+
+_ORDERS = ((re.compile(r"price|fare|fee|cost|total"), "cheapest", "most expensive"),
+           (re.compile(r"departs_at|starts_at|start_date|start_time|tip_time|_date$"), "earliest", "latest"))
+
+
+def _preference(chosen: dict[str, Any], records: list[dict[str, Any]]) -> tuple[str, str] | None:
+    """(field, word) when `chosen` alone holds the minimum or maximum of a field a person orders by."""
+    for field, value in sorted(chosen.items()):
+        order = next((o for o in _ORDERS if o[0].search(field)), None)
+        values = [r.get(field) for r in records]
+        if order is None or isinstance(value, bool) or any(type(v) is not type(value) for v in values):
+            continue
+        if values.count(value) == 1 and value in (min(values), max(values)):
+            return field, order[1] if value == min(values) else order[2]
+    return None
+
+
+def _spoken(value: Any) -> list[str]:
+    """How the user's text may give a value: as is, or a timestamp's time of day."""
+    text = str(value)
+    return [text, text[11:16]] if re.fullmatch(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}.*", text) else [text]
+
+
+def preference(task: Task, env: Environment) -> Draft | None:
+    """The user states a preference ("the cheapest", "the earliest") instead of naming the record.
+
+    Applies where the gold picks the record that alone is the extreme of a price or a time out
+    of a listed output, and the details that named it sit in known_info (the goal's sentences stay).
+    The variant must still pass the realizability and ambiguity gates: the rest of the text
+    gives every argument, and the preference singles the record out.
+    """
+    from toolscale.quality.gates import GateContext
+    from toolscale.quality.text_gates import AmbiguityGate, RealizabilityGate
+
+    i = task.user_scenario.instructions
+    goal = normalize_text(f"{i.reason_for_call} {i.task_instructions}")
+    actions = task.evaluation_criteria.actions
+    for at, output in enumerate(task.meta.expected_outputs):
+        picked = _picked(output, actions[at + 1:])
+        order = picked and _preference(picked[0], output)
+        if not order:
+            continue
+        chosen, key = picked
+        naming = [p for f, v in chosen.items() if any(r.get(f) != v for r in output) and not isinstance(v, bool)
+                  for p in _spoken(v) if len(p) >= 2]
+        if any(appears_in(p, goal) for p in naming):
+            return None  # the goal itself names the record
+        owner = {json.dumps(v) for v in (task.meta.expected_outputs[0] or {}).values()} \
+            if isinstance(task.meta.expected_outputs[0], dict) else set()
+        if any(json.dumps(v) in owner for v in actions[at].arguments.values()):
+            return None  # a listing of the user's own records (tickets they hold): they mean one, they do not choose
+        known = i.known_info or ""
+        for p in naming:  # "arrives ... at 13:05 on 2026-04-21" -> "arrives ... on 2026-04-21"
+            known = re.sub(rf"(?:\s(?:at|on|for))?\s(?<![\w@.-]){re.escape(p)}(?![\w@])", "", known)
+        sentences = re.split(r"(?<=[.!?])\s+", known)
+        kept = [s for s in sentences if not any(appears_in(p, normalize_text(s)) for p in naming)
+                and (s in (i.known_info or "") or len(s.split()) >= 5)]  # not a stump like "The tour starts."
+        if known == (i.known_info or "") and len(kept) == len(sentences):
+            return None
+        noun = key[:-3].replace("_", " ")
+        wish = f"You have no particular {noun} in mind: you want the {order[1]} {noun} that fits the rest of your request."
+        variant = _variant(task, "preference", known_info=" ".join([*kept, wish]))
+        ctx = GateContext(env, variant)
+        if all(gate.check(ctx).passed for gate in (RealizabilityGate(), AmbiguityGate())):
+            return variant, _no_check
+        return None
+    return None
+
+
+def partial(task: Task) -> Draft | None:
+    """The user keeps back one detail the gold needs (an email, a date of birth) until asked."""
+    known = normalize_text(task.user_scenario.instructions.known_info or "")
+    for action in task.evaluation_criteria.actions:
+        for argument, value in action.arguments.items():
+            if isinstance(value, str) and len(value) >= 4 and appears_in(value, known):
+                label = argument.replace("_", " ")
+                extra = f" Do not volunteer your {label}; give it only when the agent asks for it."
+                return _variant(task, "partial",
+                                task_instructions=task.user_scenario.instructions.task_instructions + extra), _no_check
+    return None
