@@ -50,6 +50,15 @@ def answer_form(value: str) -> str:
     return text
 
 
+_ASK = re.compile(r"\b(ask|asks|request|tell|told|find out|know|what|how|which|when|whether|confirm|check|wonder|learn"
+                  r"|hear|quote)\b|\?", re.IGNORECASE)
+
+
+def asks_something(request: str) -> bool:
+    """Does the user's request (reason_for_call and task_instructions) ask to be told anything?"""
+    return _ASK.search(request) is not None
+
+
 def contains(reply: str, value: str) -> bool:
     """τ²-bench's rule: is `value` in `reply`, both lowercased, the reply's commas removed?"""
     return value.lower() in reply.lower().replace(",", "")

@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-from toolscale.domains.answers import WHY, answer_form, weakness
+from toolscale.domains.answers import WHY, answer_form, asks_something, weakness
 from toolscale.domains.tasks import GateVerdict
 
 from .gates import GateContext, failed, passed
 
 
 class CheckabilityGate:
-    """Each communicate_info value is in answer form, once, and neither brittle nor vacuous.
+    """Each communicate_info value answers a question of the user's, is in answer form, once, and is
+    neither brittle nor vacuous.
 
     Brittle: a correct reply can miss it ("17000000.00" when the agent says "17,000,000"). Vacuous:
     a wrong reply contains it ("0", "W", a number the user said). Synthesis shapes values this way
@@ -21,6 +22,9 @@ class CheckabilityGate:
     def check(self, ctx: GateContext) -> GateVerdict:
         values = ctx.task.evaluation_criteria.communicate_info
         user_text = ctx.task.user_scenario.text()
+        request = ctx.task.user_scenario.instructions
+        if values and not asks_something(f"{request.reason_for_call} {request.task_instructions}"):
+            return failed(f"the user asks to be told nothing, yet {values[0]!r} must be said")
         for info in values:
             if values.count(info) > 1:
                 return failed(f"communicate_info {info!r} is listed twice")

@@ -121,3 +121,13 @@ def test_reshaping_a_task_moves_what_cannot_be_graded_to_nl_assertions(setup):
     assert shaped.evaluation_criteria.communicate_info == tasks[0].evaluation_criteria.communicate_info
     assert shaped.evaluation_criteria.nl_assertions[-1].endswith("2026-03-16.")
     assert with_checkable_answers(shaped) == shaped
+
+
+def test_the_gate_fails_an_answer_the_user_never_asks_for(setup):
+    env, tasks = setup
+    task = tasks[0]
+    silent = task.user_scenario.instructions.model_copy(update={"task_instructions": "Borrow the book.",
+                                                                "reason_for_call": "You want to borrow a book."})
+    unasked = task.model_copy(update={"user_scenario": task.user_scenario.model_copy(update={"instructions": silent})})
+    assert CheckabilityGate().check(GateContext(env, task)).passed
+    assert "asks to be told nothing" in CheckabilityGate().check(GateContext(env, unasked)).reason
