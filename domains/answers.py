@@ -24,6 +24,8 @@ _DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
 _DATETIME = re.compile(r"(\d{4}-\d{2}-\d{2})[T ](\d{2}):(\d{2})(?::\d{2}(?:\.\d+)?)?")
 _TIME = re.compile(r"(\d{2}):(\d{2})(?::\d{2})?")
 _ENUM = re.compile(r"[a-z]+(?:_[a-z]+)+")
+_PHONE = re.compile(r"(?=.*[ ()])\+?\(?\d[\d ()-]{6,}\d")  # digits with spaces or brackets: a phone number
+
 _WORD = re.compile(r"[a-z]+")
 VAGUE = frozenset({"none", "null", "n/a", "na", "yes", "no", "true", "false", "unknown", "other", "ok", "nil"})
 _LIST_SEPARATOR = re.compile(r"\s*[;,]\s*")  # τ²-bench drops a reply's commas, so no value may keep one
@@ -47,6 +49,8 @@ def answer_form(value: str) -> str:
         return _hour(moment.group(1), moment.group(2))
     if _ENUM.fullmatch(text):
         return text.replace("_", " ")
+    if _PHONE.fullmatch(text):  # "(503) 555-0165" is also written 503-555-0165 or +1 503 555 0165
+        return re.findall(r"\d+", text)[-1]
     return text
 
 

@@ -166,6 +166,17 @@ def _two_branches(a: Task, b: Task, j: int, env: Environment) -> tuple[list[Acti
     return branch_b, [o for _, o in rest]
 
 
+def _noun(task: Task, key: str, record: dict[str, Any]) -> str:
+    """What the user calls the record: "account" when it is the user's own (the one the first lookup found)."""
+    first = task.meta.expected_outputs[0] if task.meta.expected_outputs else None
+    own = isinstance(first, dict) and first.get(key) == record[key]
+    return "account" if own else key[:-3].replace("_", " ")
+
+
+def _amount(value: float) -> str:
+    return f"{value:.2f}" if isinstance(value, float) else str(value)
+
+
 def conditional(a: Task, b: Task, domain: Domain, env: Environment, rng: random.Random) -> Draft | None:
     """"If my balance is more than 500, do A; if not, do B instead": two goals of one user, the
     branch fixed by an amount the user does not know and the agent must look up.
@@ -179,7 +190,7 @@ def conditional(a: Task, b: Task, domain: Domain, env: Environment, rng: random.
     j, key, field, record = found
     if not any(v == record[key] for x in b.evaluation_criteria.actions for v in x.arguments.values()):
         return None  # B is about another record: "if my order's balance is ..., ask about my gift card" is no choice
-    noun, value = key[:-3].replace("_", " "), record[field]
+    noun, value = _noun(a, key, record), record[field]
     go_a = rng.random() < 0.5
     threshold = _nice(value * rng.uniform(0.5, 0.85), up=False) if go_a else _nice(value * rng.uniform(1.15, 1.8), up=True)
     if threshold <= 0 or (threshold < value) != go_a:
@@ -194,6 +205,7 @@ def conditional(a: Task, b: Task, domain: Domain, env: Environment, rng: random.
     ia, ib = a.user_scenario.instructions, b.user_scenario.instructions
     variant = _variant(
         taken, "conditional", actions=branch_a if go_a else branch_b, intent=f"{a.meta.intent}|{b.meta.intent}",
+        communicate=[_amount(value), *taken.evaluation_criteria.communicate_info],
         reason_for_call=f"{ia.reason_for_call} But if the {label} on your {noun} is {_spell(threshold)} or less, you "
                         f"would rather do something else: {_lower_first(ib.reason_for_call)}",
         known_info=_sentences(ia.known_info, ib.known_info),
@@ -236,6 +248,7 @@ def change_of_mind(a: Task, b: Task, domain: Domain, env: Environment, rng: rand
     ia, ib = a.user_scenario.instructions, b.user_scenario.instructions
     variant = _variant(
         b, "change_of_mind", actions=branch_b, intent=f"{a.meta.intent}>{b.meta.intent}",
+        communicate=[_amount(value), *b.evaluation_criteria.communicate_info],
         reason_for_call=ia.reason_for_call, known_info=_sentences(ia.known_info, ib.known_info),
         unknown_info=_sentences(ia.unknown_info, ib.unknown_info, f"You do not know the {label}."),
         task_instructions=f"{ia.task_instructions} If the agent says the {label} is more than {_spell(threshold)}, "
@@ -389,10 +402,11 @@ def preference(task: Task, env: Environment) -> Draft | None:
 
 def partial(task: Task) -> Draft | None:
     """The user keeps back one detail the gold needs (an email, a date of birth) until asked."""
-    known = normalize_text(task.user_scenario.instructions.known_info or "")
+    i = task.user_scenario.instructions
+    known, request = normalize_text(i.known_info or ""), normalize_text(f"{i.reason_for_call} {i.task_instructions}")
     for action in task.evaluation_criteria.actions:
-        for argument, value in action.arguments.items():
-            if isinstance(value, str) and len(value) >= 4 and appears_in(value, known):
+        for argument, value in action.arguments.items():  # a detail the request itself states cannot be held back
+            if isinstance(value, str) and len(value) >= 4 and appears_in(value, known) and not appears_in(value, request):
                 label = argument.replace("_", " ")
                 extra = f" Do not volunteer your {label}; give it only when the agent asks for it."
                 return _variant(task, "partial",

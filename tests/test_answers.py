@@ -21,6 +21,7 @@ CORRECT_REPLIES = [
     ("18:30", ["your table is at 18:30", "18:30:00"]),
     ("partly_cloudy", ["It will be partly cloudy.", "Partly cloudy skies"]),
     ("TKT-000245", ["Your ticket is tkt-000245.", "ticket TKT-000245"]),
+    ("(503) 555-0165", ["call them on 503-555-0165", "(503) 555-0165", "+1 503 555 0165"]),
 ]
 
 
