@@ -200,9 +200,10 @@ def _llm_lines(usage: dict[str, Any] | None) -> list[str]:
     if not usage:
         return []
     lines = ["", f"## LLM usage ({usage['model']})", "",
-             "| stage | requests | cache hits | retries | prompt tokens | completion tokens | cost ($) |",
-             "|---|---:|---:|---:|---:|---:|---:|"]
+             "| stage | requests | cache hits | request retries | repair rounds | stage retries | prompt tokens "
+             "| completion tokens | cost ($) |", "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for name, s in [*usage["stages"].items(), ("**total**", usage["totals"])]:
-        lines.append(f"| {name} | {s['requests']:,} | {s['cache_hits']:,} | {s['retries']:,} | {s['prompt_tokens']:,} "
+        lines.append(f"| {name} | {s['requests']:,} | {s['cache_hits']:,} | {s['retries']:,} "
+                     f"| {s.get('repair_rounds', 0):,} | {s.get('stage_retries', 0):,} | {s['prompt_tokens']:,} "
                      f"| {s['completion_tokens']:,} | {s['cost_usd']:.4f} |")
     return lines
