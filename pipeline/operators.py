@@ -134,9 +134,8 @@ def _unknown_amount(task: Task, domain: Domain, told: str,
     for j in range(writes[-1]):
         records = outputs[j] if isinstance(outputs[j], list) else [outputs[j]]
         for record in (r for r in records if isinstance(r, dict)):
-            own = next((f for f in record if f.endswith("_id")), None)  # a record's own id comes first
-            key = own if own is not None and record[own] in target.arguments.values() and \
-                sum(r.get(own) == record[own] for r in records if isinstance(r, dict)) == 1 else None
+            key = next((f for f, v in record.items() if f.endswith("_id") and v in target.arguments.values()
+                        and sum(r.get(f) == v for r in records if isinstance(r, dict)) == 1), None)
             numbers = [f for f, v in record.items() if isinstance(v, (int, float)) and not isinstance(v, bool)
                        and v > 1 and _MONEY.search(f) and not _NOT_MONEY.search(f) and not appears_in(v, told)]
             if key is not None and numbers and not any(j >= w for w in writes[1:]):
@@ -166,11 +165,12 @@ def _two_branches(a: Task, b: Task, j: int, env: Environment) -> tuple[list[Acti
     return branch_b, [o for _, o in rest]
 
 
-def _noun(task: Task, key: str, record: dict[str, Any]) -> str:
-    """What the user calls the record: "account" when it is the user's own (the one the first lookup found)."""
+def _noun(task: Task, record: dict[str, Any]) -> str:
+    """What the user calls the record, by its own id (its first): "account" when it is the user's own
+    (the one the first lookup found), else "booking", "ticket"... ("the fare on your passenger" was wrong)."""
+    own = next(f for f in record if f.endswith("_id"))
     first = task.meta.expected_outputs[0] if task.meta.expected_outputs else None
-    own = isinstance(first, dict) and first.get(key) == record[key]
-    return "account" if own else key[:-3].replace("_", " ")
+    return "account" if isinstance(first, dict) and first.get(own) == record[own] else own[:-3].replace("_", " ")
 
 
 def _amount(value: float) -> str:
@@ -190,7 +190,7 @@ def conditional(a: Task, b: Task, domain: Domain, env: Environment, rng: random.
     j, key, field, record = found
     if not any(v == record[key] for x in b.evaluation_criteria.actions for v in x.arguments.values()):
         return None  # B is about another record: "if my order's balance is ..., ask about my gift card" is no choice
-    noun, value = _noun(a, key, record), record[field]
+    noun, value = _noun(a, record), record[field]
     go_a = rng.random() < 0.5
     threshold = _nice(value * rng.uniform(0.5, 0.85), up=False) if go_a else _nice(value * rng.uniform(1.15, 1.8), up=True)
     if threshold <= 0 or (threshold < value) != go_a:
