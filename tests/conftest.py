@@ -16,6 +16,8 @@ import pytest
 
 from toolscale.domains import Environment, load_domain
 from toolscale.pipeline.populate import populate
+from toolscale.pipeline.synthesizer import OfflineSynthesizer
+from toolscale.quality.gates import run_gates
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
@@ -34,6 +36,28 @@ def library_rows(library):
 def library_env(library, library_rows):
     with Environment.from_rows(library, library_rows) as env:
         yield env
+
+
+@pytest.fixture(scope="module")
+def library_tasks(library, library_rows):
+    """(env, tasks): the library's synthesized candidates, before the gates."""
+    env = Environment.from_rows(library, library_rows)
+    tasks, _ = OfflineSynthesizer().tasks(library, env, library_rows, seed=0)
+    yield env, tasks
+    env.close()
+
+
+@pytest.fixture(scope="module")
+def bank_run():
+    """(domain, env, accepted, rejected): the built-in bank synthesized at seed 0 and gated."""
+    synth = OfflineSynthesizer()
+    domain = synth.design("bank")
+    rows = synth.populate(domain, seed=0)
+    env = Environment.from_rows(domain, rows)
+    candidates, rejected = synth.tasks(domain, env, rows, seed=0)
+    accepted, gate_rejected = run_gates(candidates, env)
+    yield domain, env, accepted, rejected + gate_rejected
+    env.close()
 
 
 @pytest.fixture(scope="session")

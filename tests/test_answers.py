@@ -5,9 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from toolscale.domains import Environment
 from toolscale.domains.answers import answer_form, contains, shape_answers, weakness, with_checkable_answers
-from toolscale.pipeline.synthesizer import OfflineSynthesizer
 from toolscale.quality.checkability import CheckabilityGate
 from toolscale.quality.gates import GateContext
 
@@ -73,21 +71,13 @@ def test_a_timestamp_whose_date_the_user_lacks_is_judged():
     assert shaped.communicate == [] and shaped.judged[0].kind == "timestamp"
 
 
-@pytest.fixture(scope="module")
-def setup(library, library_rows):
-    env = Environment.from_rows(library, library_rows)
-    tasks, _ = OfflineSynthesizer().tasks(library, env, library_rows, seed=0)
-    yield env, tasks
-    env.close()
-
-
 def _with_communicate(task, values):
     criteria = task.evaluation_criteria.model_copy(update={"communicate_info": values})
     return task.model_copy(update={"evaluation_criteria": criteria})
 
 
-def test_synthesized_answers_pass_the_gate(setup):
-    env, tasks = setup
+def test_synthesized_answers_pass_the_gate(library_tasks):
+    env, tasks = library_tasks
     assert tasks and all(t.evaluation_criteria.communicate_info for t in tasks)
     assert all(CheckabilityGate().check(GateContext(env, t)).passed for t in tasks)
 
@@ -98,16 +88,16 @@ def test_synthesized_answers_pass_the_gate(setup):
     (lambda loan: ["14.00"], "not in answer form"),
     (lambda loan: ["2026-03-16"], "a date"),
 ])
-def test_the_gate_fails_brittle_vacuous_and_duplicated_answers(setup, values, reason):
-    env, tasks = setup
+def test_the_gate_fails_brittle_vacuous_and_duplicated_answers(library_tasks, values, reason):
+    env, tasks = library_tasks
     task = tasks[0]
     loan = task.evaluation_criteria.communicate_info[0]
     verdict = CheckabilityGate().check(GateContext(env, _with_communicate(task, values(loan))))
     assert not verdict.passed and reason in verdict.reason
 
 
-def test_the_gate_fails_an_answer_the_user_already_says(setup):
-    env, tasks = setup
+def test_the_gate_fails_an_answer_the_user_already_says(library_tasks):
+    env, tasks = library_tasks
     task = tasks[0]
     loan = task.evaluation_criteria.communicate_info[0]
     told = task.user_scenario.instructions.model_copy(update={"known_info": f"Your last loan was {loan}."})
@@ -115,8 +105,8 @@ def test_the_gate_fails_an_answer_the_user_already_says(setup):
     assert "user's own words" in CheckabilityGate().check(GateContext(env, echoed)).reason
 
 
-def test_reshaping_a_task_moves_what_cannot_be_graded_to_nl_assertions(setup):
-    env, tasks = setup
+def test_reshaping_a_task_moves_what_cannot_be_graded_to_nl_assertions(library_tasks):
+    env, tasks = library_tasks
     task = _with_communicate(tasks[0], [*tasks[0].evaluation_criteria.communicate_info, "2026-03-16"])
     shaped = with_checkable_answers(task)
     assert shaped.evaluation_criteria.communicate_info == tasks[0].evaluation_criteria.communicate_info
@@ -124,8 +114,8 @@ def test_reshaping_a_task_moves_what_cannot_be_graded_to_nl_assertions(setup):
     assert with_checkable_answers(shaped) == shaped
 
 
-def test_the_gate_fails_an_answer_the_user_never_asks_for(setup):
-    env, tasks = setup
+def test_the_gate_fails_an_answer_the_user_never_asks_for(library_tasks):
+    env, tasks = library_tasks
     task = tasks[0]
     silent = task.user_scenario.instructions.model_copy(update={"task_instructions": "Borrow the book.",
                                                                 "reason_for_call": "You want to borrow a book."})

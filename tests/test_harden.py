@@ -13,20 +13,27 @@ from toolscale.domains import Environment, builtin_domain, replay
 from toolscale.domains.dates import describe, relative_dates, resolve
 from toolscale.domains.matching import appears_in, normalize_text
 from toolscale.pipeline.harden import harden
-from toolscale.pipeline.operators import (_lower_first, _sentences, _told, _unknown_amount, change_of_mind, compose,
-                                          conditional, distractor, indirect_dates, partial, preference)
+from toolscale.pipeline.operators import (_told, _unknown_amount, change_of_mind, compose, conditional, distractor,
+                                          indirect_dates, partial, preference)
+from toolscale.pipeline.phrasing import continuing, merge_sentences
 from toolscale.pipeline.synthesizer import OfflineSynthesizer
 from toolscale.quality.gates import GateContext, run_gates
 from toolscale.quality.wording import WordingGate
 
 
-@pytest.fixture(scope="module")
-def bank():
+def _synthesized(name: str):
+    """(synthesizer, domain, env, base tasks) of a built-in domain at seed 0."""
     synth = OfflineSynthesizer()
-    domain = builtin_domain("bank")
+    domain = builtin_domain(name)
     rows = synth.populate(domain, seed=0)
     env = Environment.from_rows(domain, rows)
     base, _ = synth.tasks(domain, env, rows, seed=0)
+    return synth, domain, env, base
+
+
+@pytest.fixture(scope="module")
+def bank():
+    synth, domain, env, base = _synthesized("bank")
     hardened, failed = synth.harden(domain, env, base, seed=0)
     yield domain, env, base, hardened, failed
     env.close()
@@ -100,8 +107,8 @@ def test_conditional_branches_between_two_goals_that_end_in_different_states(ban
     assert made
     for a, b, variant in made:
         said = variant.user_scenario.instructions.task_instructions
-        assert _lower_first(a.user_scenario.instructions.task_instructions) in said  # both branches are goals
-        assert _lower_first(b.user_scenario.instructions.task_instructions) in said
+        assert continuing(a.user_scenario.instructions.task_instructions) in said  # both branches are goals
+        assert continuing(b.user_scenario.instructions.task_instructions) in said
         assert "'s " not in said.split(":")[0] and "on your" in said.split(":")[0]  # "the balance on your account"
         end, end_a, end_b = _end(env, variant), _end(env, a), _end(env, b)
         assert end_a != end_b and end in (end_a, end_b), (a.id, b.id)  # the wrong branch ends elsewhere
@@ -210,7 +217,7 @@ def test_composition_reads_as_one_conversation(bank):
 
 
 def test_merged_info_keeps_each_sentence_once():
-    merged = _sentences("You do not know your customer id. Your email is a@b.org.",
+    merged = merge_sentences("You do not know your customer id. Your email is a@b.org.",
                         "You do not know your customer id or account numbers. Your email is a@b.org.")
     assert merged == "Your email is a@b.org. You do not know your customer id or account numbers."
 
@@ -243,11 +250,7 @@ def test_relative_dates_round_trip(offset):
 
 @pytest.fixture(scope="module")
 def railway():
-    synth = OfflineSynthesizer()
-    domain = builtin_domain("railway")
-    rows = synth.populate(domain, seed=0)
-    env = Environment.from_rows(domain, rows)
-    base, _ = synth.tasks(domain, env, rows, seed=0)
+    _, domain, env, base = _synthesized("railway")
     yield domain, env, base
     env.close()
 

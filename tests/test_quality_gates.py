@@ -7,24 +7,12 @@ several end states (#463) and gold that misses its effect (#316).
 
 from __future__ import annotations
 
-import pytest
-
-from toolscale.domains import Environment
 from toolscale.domains.tasks import Action
-from toolscale.pipeline.synthesizer import OfflineSynthesizer
 from toolscale.quality.duplicates import DuplicateGate
 from toolscale.quality.effects import EffectGate, NecessityGate
 from toolscale.quality.gates import GateContext, default_gates, run_gates
 from toolscale.quality.policy import PolicyGate
 from toolscale.quality.text_gates import AmbiguityGate, LeakageGate, RealizabilityGate
-
-
-@pytest.fixture(scope="module")
-def setup(library, library_rows):
-    env = Environment.from_rows(library, library_rows)
-    tasks, _ = OfflineSynthesizer().tasks(library, env, library_rows, seed=0)
-    yield env, tasks
-    env.close()
 
 
 def rebuilt(env, task, actions=None, text=None, communicate=None, kind=None):
@@ -50,28 +38,28 @@ def verdict(gate, env, task):
     return gate.check(GateContext(env, task))
 
 
-def test_sound_tasks_pass_every_gate(setup):
-    env, tasks = setup
+def test_sound_tasks_pass_every_gate(library_tasks):
+    env, tasks = library_tasks
     accepted, rejected = run_gates(tasks, env)
     assert len(accepted) == len(tasks), [r.reason for r in rejected]
     assert set(accepted[0].meta.gates) == {g.name for g in default_gates()[0]} | {"duplicates"}
 
 
-def test_effect_fails_a_write_task_whose_gold_misses_the_write(setup):
-    env, tasks = setup
+def test_effect_fails_a_write_task_whose_gold_misses_the_write(library_tasks):
+    env, tasks = library_tasks
     reads_only = rebuilt(env, tasks[0], actions=tasks[0].evaluation_criteria.actions[:2], communicate=[])
     assert verdict(EffectGate(), env, tasks[0]).passed
     assert verdict(EffectGate(), env, reads_only).reason == "a write task whose gold leaves the database unchanged"
 
 
-def test_effect_fails_communicate_info_no_tool_returned(setup):
-    env, tasks = setup
+def test_effect_fails_communicate_info_no_tool_returned(library_tasks):
+    env, tasks = library_tasks
     invented = rebuilt(env, tasks[0], communicate=["2031-01-01"])
     assert "comes from no tool output" in verdict(EffectGate(), env, invented).reason
 
 
-def test_necessity_fails_a_redundant_write(setup):
-    env, tasks = setup
+def test_necessity_fails_a_redundant_write(library_tasks):
+    env, tasks = library_tasks
     task = tasks[0]
     book = task.evaluation_criteria.actions[2].arguments["book_id"]
     copies = next(b for b in env.dump()["books"] if b["book_id"] == book)["copies"]
@@ -81,8 +69,8 @@ def test_necessity_fails_a_redundant_write(setup):
     assert verdict(NecessityGate(), env, padded).reason == "action 3 (set_copies) can be dropped without changing the final state"
 
 
-def test_realizability_fails_an_id_no_agent_could_know(setup):
-    env, tasks = setup
+def test_realizability_fails_an_id_no_agent_could_know(library_tasks):
+    env, tasks = library_tasks
     task = tasks[0]
     guessed = rebuilt(env, task, actions=task.evaluation_criteria.actions[1:])  # no lookup: member id from nowhere
     assert verdict(RealizabilityGate(), env, task).passed
@@ -90,8 +78,8 @@ def test_realizability_fails_an_id_no_agent_could_know(setup):
     assert reason.startswith("action 1 (borrow_book): member_id=") and "neither told by the user" in reason
 
 
-def test_realizability_accepts_relative_dates_and_schema_literals(setup):
-    env, tasks = setup
+def test_realizability_accepts_relative_dates_and_schema_literals(library_tasks):
+    env, tasks = library_tasks
     task = tasks[0]
     book = task.evaluation_criteria.actions[2].arguments["book_id"]
     stocktake = rebuilt(env, task, actions=[*task.evaluation_criteria.actions,
@@ -101,8 +89,8 @@ def test_realizability_accepts_relative_dates_and_schema_literals(setup):
     assert verdict(RealizabilityGate(), env, stocktake).passed
 
 
-def test_ambiguity_fails_when_the_user_cannot_single_out_the_record(setup):
-    env, tasks = setup
+def test_ambiguity_fails_when_the_user_cannot_single_out_the_record(library_tasks):
+    env, tasks = library_tasks
     task = tasks[0]
     books = env.dump()["books"]
     word = next(w for w in books[0]["title"].split() if len(w) > 3)
@@ -119,8 +107,8 @@ def test_ambiguity_fails_when_the_user_cannot_single_out_the_record(setup):
     assert "is picked from" in verdict(AmbiguityGate(), env, vague).reason
 
 
-def test_leakage_fails_when_the_answer_is_in_the_instructions(setup):
-    env, tasks = setup
+def test_leakage_fails_when_the_answer_is_in_the_instructions(library_tasks):
+    env, tasks = library_tasks
     task = tasks[0]
     due = task.evaluation_criteria.communicate_info[0]
     told = rebuilt(env, task, text={"known_info": task.user_scenario.instructions.known_info + f" It is due {due}."})
@@ -128,8 +116,8 @@ def test_leakage_fails_when_the_answer_is_in_the_instructions(setup):
     assert verdict(LeakageGate(), env, told).reason == f"communicate_info {due!r} already appears in the user's instructions"
 
 
-def test_policy_fails_a_gold_path_that_skips_a_required_step(setup):
-    env, tasks = setup
+def test_policy_fails_a_gold_path_that_skips_a_required_step(library_tasks):
+    env, tasks = library_tasks
     task = tasks[0]
     member = task.evaluation_criteria.actions[2].arguments["member_id"]
     skipped = rebuilt(env, task, actions=task.evaluation_criteria.actions[1:],
@@ -138,16 +126,16 @@ def test_policy_fails_a_gold_path_that_skips_a_required_step(setup):
     assert "rule 'look_up_first'" in verdict(PolicyGate(), env, skipped).reason
 
 
-def test_policy_counts_steps(setup):
-    env, tasks = setup
+def test_policy_counts_steps(library_tasks):
+    env, tasks = library_tasks
     task = tasks[0]
     extra = task.evaluation_criteria.actions[2]
     thrice = rebuilt(env, task, actions=[*task.evaluation_criteria.actions, extra, extra])
     assert "called more than 2 time(s)" in verdict(PolicyGate(), env, thrice).reason
 
 
-def test_duplicates_keep_the_first_of_equal_or_near_equal_tasks(setup):
-    env, tasks = setup
+def test_duplicates_keep_the_first_of_equal_or_near_equal_tasks(library_tasks):
+    env, tasks = library_tasks
     first, second = tasks[0], tasks[1]
     same_text = second.model_copy(update={"user_scenario": first.user_scenario})
     other_words = second.user_scenario.instructions.model_copy(update={"reason_for_call": "Something else entirely."})
@@ -165,8 +153,8 @@ def test_duplicates_keep_the_first_of_equal_or_near_equal_tasks(setup):
     assert len(kept) == 1 and dropped[0][1].reason.startswith(f"near-duplicate of {first.id}")
 
 
-def test_effect_fails_communicate_info_that_tau2_could_never_match(setup):
-    env, tasks = setup
+def test_effect_fails_communicate_info_that_tau2_could_never_match(library_tasks):
+    env, tasks = library_tasks
     member = tasks[0].meta.expected_outputs[0]["name"]
     with_comma = rebuilt(env, tasks[0], communicate=[f"{member}, ok"])
     assert "has a comma" in verdict(EffectGate(), env, with_comma).reason

@@ -2,28 +2,13 @@
 
 from __future__ import annotations
 
-import pytest
-
 from toolscale.domains import Environment, builtin_domain, replay
 from toolscale.domains.spec import Intent
 from toolscale.pipeline.synthesizer import OfflineSynthesizer
-from toolscale.quality.gates import run_gates
 
 TAU2_TASK_FIELDS = {"id", "description", "user_scenario", "initial_state", "evaluation_criteria"}
 TAU2_INSTRUCTION_FIELDS = {"domain", "reason_for_call", "known_info", "unknown_info", "task_instructions"}
 TAU2_ACTION_FIELDS = {"action_id", "requestor", "name", "arguments", "info", "compare_args"}
-
-
-@pytest.fixture(scope="module")
-def bank_run():
-    synth = OfflineSynthesizer()
-    domain = synth.design("bank")
-    rows = synth.populate(domain, seed=0)
-    env = Environment.from_rows(domain, rows)
-    candidates, rejected = synth.tasks(domain, env, rows, seed=0)
-    accepted, gate_rejected = run_gates(candidates, env)
-    yield domain, env, accepted, rejected + gate_rejected
-    env.close()
 
 
 def test_bank_yields_at_least_300_accepted_tasks(bank_run):

@@ -5,18 +5,13 @@ from __future__ import annotations
 
 import pytest
 
-from toolscale.domains import Environment
 from toolscale.domains.tasks import Rejection
-from toolscale.pipeline.synthesizer import OfflineSynthesizer
 from toolscale.quality.task_quality import combined, task_quality
 
 
 @pytest.fixture(scope="module")
-def tasks(library, library_rows):
-    env = Environment.from_rows(library, library_rows)
-    built, _ = OfflineSynthesizer().tasks(library, env, library_rows, seed=0)
-    env.close()
-    return built
+def tasks(library_tasks):
+    return library_tasks[1]
 
 
 def _changed(task, communicate=None, hardening=None, judged=None, persona=""):

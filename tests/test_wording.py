@@ -10,29 +10,15 @@ from datetime import date
 
 import pytest
 
-from toolscale.domains import Environment
 from toolscale.domains.tasks import (Action, Description, EvaluationCriteria, Lineage, StructuredUserInstructions, Task,
                                      TaskMeta, UserScenario)
 from toolscale.pipeline import phrasing
-from toolscale.pipeline.synthesizer import OfflineSynthesizer
 from toolscale.pipeline.templating import render_text
-from toolscale.quality.gates import GateContext, run_gates
+from toolscale.quality.gates import GateContext
 from toolscale.quality.wording import WordingGate, skeleton, wording_defect
 
 TODAY = date(2026, 10, 8)
 PERSONA = "You are a retired teacher from Lyon who is polite and likes to double-check figures."
-
-
-@pytest.fixture(scope="module")
-def bank():
-    synth = OfflineSynthesizer()
-    domain = synth.design("bank")
-    rows = synth.populate(domain, seed=0)
-    env = Environment.from_rows(domain, rows)
-    candidates, _ = synth.tasks(domain, env, rows, seed=0)
-    accepted, _ = run_gates(candidates, env)
-    yield env, accepted
-    env.close()
 
 
 def _task(persona: str | None = PERSONA, communicate: tuple[str, ...] = (), **text: str) -> Task:
@@ -86,8 +72,8 @@ def test_a_task_needs_a_persona_that_does_not_give_the_answer_away():
     assert wording_defect(leaky) == "the persona gives away a communicate_info value"
 
 
-def test_kind_must_say_whether_the_gold_changes_more_than_an_identity_check(bank):
-    env, accepted = bank
+def test_kind_must_say_whether_the_gold_changes_more_than_an_identity_check(bank_run):
+    _, env, accepted, _ = bank_run
     read = next(t for t in accepted if t.meta.intent == "check_balance")  # verify_identity writes a check row
     write = next(t for t in accepted if t.meta.intent == "transfer_to_savings")
     gate = WordingGate()
@@ -188,8 +174,8 @@ def test_the_user_row_is_the_one_the_text_names():
     assert phrasing.user_row(context, "Nothing about anyone.") is None
 
 
-def test_every_synthesized_task_has_a_persona_and_clean_text(bank):
-    _, accepted = bank
+def test_every_synthesized_task_has_a_persona_and_clean_text(bank_run):
+    _, _, accepted, _ = bank_run
     assert all(t.user_scenario.persona for t in accepted)
     assert [t.id for t in accepted if wording_defect(t)] == []
 
@@ -202,8 +188,8 @@ def test_skeleton_masks_the_values():
     assert skeleton(task) == "You want to pay <v> EUR to <v>. || Pay exactly <v> and ask for the fee."
 
 
-def test_real_intents_have_at_least_five_skeletons(bank):
-    _, accepted = bank
+def test_real_intents_have_at_least_five_skeletons(bank_run):
+    _, _, accepted, _ = bank_run
     by_intent = defaultdict(set)
     for task in accepted:
         by_intent[task.meta.intent].add(skeleton(task))
