@@ -25,33 +25,14 @@ from toolscale.domains.dates import relative_dates
 from toolscale.domains.matching import appears_in, normalize_text
 from toolscale.domains.tasks import Action, Task
 
+from .phrasing import continuing, merge_sentences
+
 
 Draft = tuple[Task, Callable[[list[Any]], str | None]]  # a variant, and a check of its replayed outputs
 
 
 def calls_of(task: Task) -> list[tuple[str, str]]:
     return [(a.name, json.dumps(a.arguments, sort_keys=True)) for a in task.evaluation_criteria.actions]
-
-
-def _sentence_words(sentence: str) -> frozenset[str]:
-    return frozenset(w.rstrip("s") for w in re.findall(r"[\w@.-]+", sentence.lower().rstrip(".!?")))
-
-
-def _sentences(*texts: str | None) -> str:
-    """The sentences of `texts` once each: one whose words another kept sentence already holds
-    ("... customer id." beside "... customer id or account numbers.") is dropped."""
-    kept: list[tuple[str, frozenset[str]]] = []
-    for text in texts:
-        for sentence in re.split(r"(?<=[.!?])\s+", text or ""):
-            words = _sentence_words(sentence)
-            if not words or any(words <= other for _, other in kept):
-                continue
-            kept = [(s, w) for s, w in kept if not w <= words] + [(sentence, words)]
-    return " ".join(s for s, _ in kept)
-
-
-def _lower_first(text: str) -> str:
-    return text[:1].lower() + text[1:] if text[1:2].islower() or len(text) < 2 else text
 
 
 def _variant(task: Task, operator: str, *, actions: list[Action] | None = None, intent: str | None = None,
@@ -96,9 +77,9 @@ def compose(a: Task, b: Task, rng: random.Random | None = None) -> Draft | None:
         intent=f"{a.meta.intent}+{b.meta.intent}",
         communicate=[*a.evaluation_criteria.communicate_info, *b.evaluation_criteria.communicate_info],
         nl=[*a.evaluation_criteria.nl_assertions, *b.evaluation_criteria.nl_assertions],
-        reason_for_call=f"{ia.reason_for_call} In the same call, {_lower_first(ib.reason_for_call)}",
-        known_info=_sentences(ia.known_info, ib.known_info), unknown_info=_sentences(ia.unknown_info, ib.unknown_info),
-        task_instructions=f"{ia.task_instructions} {(rng or random.Random(0)).choice(_JOINS).format(_lower_first(ib.task_instructions))}")
+        reason_for_call=f"{ia.reason_for_call} In the same call, {continuing(ib.reason_for_call)}",
+        known_info=merge_sentences(ia.known_info, ib.known_info), unknown_info=merge_sentences(ia.unknown_info, ib.unknown_info),
+        task_instructions=f"{ia.task_instructions} {(rng or random.Random(0)).choice(_JOINS).format(continuing(ib.task_instructions))}")
     variant.meta.hardening[:] = sorted({*a.meta.hardening, *b.meta.hardening}) + ["composition"]
     return variant, _same_outputs([o for _, o in kept], len(a.evaluation_criteria.actions))
 
@@ -165,16 +146,17 @@ def _two_branches(a: Task, b: Task, j: int, env: Environment) -> tuple[list[Acti
     return branch_b, [o for _, o in rest]
 
 
+def _label(field: str) -> str:
+    """An amount's field in words, without its currency suffix ("deposit_eur" is "deposit")."""
+    return re.sub(r"_(eur|usd|gbp)$", "", field).replace("_", " ")
+
+
 def _noun(task: Task, record: dict[str, Any]) -> str:
     """What the user calls the record, by its own id (its first): "account" when it is the user's own
     (the one the first lookup found), else "booking", "ticket"... ("the fare on your passenger" was wrong)."""
     own = next(f for f in record if f.endswith("_id"))
     first = task.meta.expected_outputs[0] if task.meta.expected_outputs else None
     return "account" if isinstance(first, dict) and first.get(own) == record[own] else own[:-3].replace("_", " ")
-
-
-def _amount(value: float) -> str:
-    return f"{value:.2f}" if isinstance(value, float) else str(value)
 
 
 def conditional(a: Task, b: Task, domain: Domain, env: Environment, rng: random.Random) -> Draft | None:
@@ -201,18 +183,18 @@ def conditional(a: Task, b: Task, domain: Domain, env: Environment, rng: random.
     branch_b, rest_b = branches
     branch_a, asked = a.evaluation_criteria.actions, a.evaluation_criteria.actions[:j + 1]
     taken = a if go_a else b
-    label = re.sub(r"_(eur|usd|gbp)$", "", field).replace("_", " ")
+    label = _label(field)
     ia, ib = a.user_scenario.instructions, b.user_scenario.instructions
     variant = _variant(
         taken, "conditional", actions=branch_a if go_a else branch_b, intent=f"{a.meta.intent}|{b.meta.intent}",
-        communicate=[_amount(value), *taken.evaluation_criteria.communicate_info],
+        communicate=[_spell(value), *taken.evaluation_criteria.communicate_info],
         reason_for_call=f"{ia.reason_for_call} But if the {label} on your {noun} is {_spell(threshold)} or less, you "
-                        f"would rather do something else: {_lower_first(ib.reason_for_call)}",
-        known_info=_sentences(ia.known_info, ib.known_info),
-        unknown_info=_sentences(ia.unknown_info, ib.unknown_info, f"You do not know the {label} on your {noun}."),
+                        f"would rather do something else: {continuing(ib.reason_for_call)}",
+        known_info=merge_sentences(ia.known_info, ib.known_info),
+        unknown_info=merge_sentences(ia.unknown_info, ib.unknown_info, f"You do not know the {label} on your {noun}."),
         task_instructions=f"First ask the agent what the {label} on your {noun} is. If it is more than "
-                          f"{_spell(threshold)}: {_lower_first(ia.task_instructions)} If it is not, say \"then I'd "
-                          f"rather not\" and instead {_lower_first(ib.task_instructions)}")
+                          f"{_spell(threshold)}: {continuing(ia.task_instructions)} If it is not, say \"then I'd "
+                          f"rather not\" and instead {continuing(ib.task_instructions)}")
     check = _no_check if go_a else _same_outputs(rest_b, len(asked))
     return variant, check
 
@@ -244,16 +226,16 @@ def change_of_mind(a: Task, b: Task, domain: Domain, env: Environment, rng: rand
     if branches is None:
         return None
     branch_b, outputs_b = branches
-    label = re.sub(r"_(eur|usd|gbp)$", "", field).replace("_", " ")
+    label = _label(field)
     ia, ib = a.user_scenario.instructions, b.user_scenario.instructions
     variant = _variant(
         b, "change_of_mind", actions=branch_b, intent=f"{a.meta.intent}>{b.meta.intent}",
-        communicate=[_amount(value), *b.evaluation_criteria.communicate_info],
-        reason_for_call=ia.reason_for_call, known_info=_sentences(ia.known_info, ib.known_info),
-        unknown_info=_sentences(ia.unknown_info, ib.unknown_info, f"You do not know the {label}."),
+        communicate=[_spell(value), *b.evaluation_criteria.communicate_info],
+        reason_for_call=ia.reason_for_call, known_info=merge_sentences(ia.known_info, ib.known_info),
+        unknown_info=merge_sentences(ia.unknown_info, ib.unknown_info, f"You do not know the {label}."),
         task_instructions=f"{ia.task_instructions} If the agent says the {label} is more than {_spell(threshold)}, "
                           f"change your mind before confirming: you do not want that after all, and instead "
-                          f"{_lower_first(ib.task_instructions)}")
+                          f"{continuing(ib.task_instructions)}")
     return variant, _same_outputs(outputs_b, j + 1)
 
 

@@ -257,3 +257,26 @@ def task_instructions(text: str, rng: random.Random, style: Style) -> str:
         framed = _choose(rng, sentence, _instruction_options(sentence, style))
         out.append(_choose(rng, framed, [_connect(framed, rng)]))
     return " ".join(out)
+
+
+# merging the texts of two tasks (the hardening operators) ------------------------------
+def _sentence_words(sentence: str) -> frozenset[str]:
+    return frozenset(w.rstrip("s") for w in re.findall(r"[\w@.-]+", sentence.lower().rstrip(".!?")))
+
+
+def merge_sentences(*texts: str | None) -> str:
+    """The sentences of `texts` once each: one whose words another kept sentence already holds
+    ("... customer id." beside "... customer id or account numbers.") is dropped."""
+    kept: list[tuple[str, frozenset[str]]] = []
+    for text in texts:
+        for sentence in re.split(r"(?<=[.!?])\s+", text or ""):
+            words = _sentence_words(sentence)
+            if not words or any(words <= other for _, other in kept):
+                continue
+            kept = [(s, w) for s, w in kept if not w <= words] + [(sentence, words)]
+    return " ".join(s for s, _ in kept)
+
+
+def continuing(text: str) -> str:
+    """`text` to go on after a comma or colon: its first letter lowercased unless it starts a name or acronym."""
+    return text[:1].lower() + text[1:] if text[1:2].islower() or len(text) < 2 else text
