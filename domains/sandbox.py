@@ -36,7 +36,12 @@ class ToolError(Exception):
 
 
 class ToolCompileError(ValueError):
-    """Tool source that breaks the sandbox rules; the message names the file and line."""
+    """Tool source that breaks the sandbox rules; the message names the file and line, one line per
+    problem (a model's repair round can then fix them all at once)."""
+
+    @classmethod
+    def of(cls, problems: list[str]) -> ToolCompileError:
+        return cls("\n".join(dict.fromkeys(problems)))
 
 
 _FORBIDDEN_NODES = {
@@ -148,13 +153,13 @@ class _ToolPolicy(RestrictingNodeTransformer):
 
 def compile_tool_module(tree: ast.Module, filename: str) -> CodeType:
     """Compile a checked tools module under the policy; raise ToolCompileError naming each line."""
-    for node in ast.walk(tree):
-        reason = _FORBIDDEN_NODES.get(type(node))
-        if reason:
-            raise ToolCompileError(f"{filename}:{node.lineno}: {reason}")
+    forbidden = [f"{filename}:{node.lineno}: {_FORBIDDEN_NODES[type(node)]}" for node in ast.walk(tree)
+                 if type(node) in _FORBIDDEN_NODES]
+    if forbidden:
+        raise ToolCompileError.of(forbidden)
     result = compile_restricted_exec(tree, filename=filename, policy=_ToolPolicy)
     if result.errors:
-        raise ToolCompileError("; ".join(f"{filename}: {e}" for e in result.errors))
+        raise ToolCompileError.of([f"{filename}: {e}" for e in result.errors])
     return result.code
 
 
@@ -253,34 +258,44 @@ def _check_function(fn: ast.FunctionDef, kind: ToolKind | None, filename: str) -
         _literal(default, f"{where}, a default")  # evaluated when the module runs: constants only
 
 
+def _check_top_level(node: ast.stmt, filename: str, kinds: dict[str, ToolKind]) -> list[str]:
+    """The names a module-level statement defines (a tool's kind goes into `kinds`); ToolCompileError
+    for a statement the module may not hold."""
+    if isinstance(node, ast.FunctionDef):
+        kind = _tool_kind(node, filename)
+        _check_function(node, kind, filename)
+        if kind is not None:
+            kinds[node.name] = kind
+        return [node.name]
+    if isinstance(node, ast.Assign) and all(isinstance(t, ast.Name) for t in node.targets):
+        _literal(node.value, f"{filename}:{node.lineno}: module-level values must be constants;")
+        return [t.id for t in node.targets]
+    if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant):
+        return []
+    raise ToolCompileError(f"{filename}:{node.lineno}: only functions and constants may appear at module level")
+
+
 def check_tool_module(tree: ast.Module, filename: str = "tools.py", keep_hints: bool = False) -> dict[str, ToolKind]:
     """Check a parsed tools module's structure and hints and return {tool name: "read" | "write"}
     in source order; then strip what the runtime does not run (decorators and hints), unless
     `keep_hints` (the caller reads them, then calls strip_hints)."""
     kinds: dict[str, ToolKind] = {}
     seen: dict[str, int] = {}
+    problems: list[str] = []  # every node is checked: a repair round sees all of them
     for node in tree.body:
-        if isinstance(node, ast.FunctionDef):
-            kind = _tool_kind(node, filename)
-            _check_function(node, kind, filename)
-            if kind is not None:
-                kinds[node.name] = kind
-            names = [node.name]
-        elif isinstance(node, ast.Assign) and all(isinstance(t, ast.Name) for t in node.targets):
-            _literal(node.value, f"{filename}:{node.lineno}: module-level values must be constants;")
-            names = [t.id for t in node.targets]
-        elif isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant):
+        try:
+            names = _check_top_level(node, filename, kinds)
+        except ToolCompileError as exc:
+            problems.append(str(exc))
             continue
-        else:
-            raise ToolCompileError(f"{filename}:{node.lineno}: only functions and constants may appear at "
-                                   "module level")
         for name in names:
             if name in seen:
-                raise ToolCompileError(f"{filename}:{node.lineno}: {name!r} is defined twice (first on line "
-                                       f"{seen[name]})")
-            seen[name] = node.lineno
-    if not kinds:
-        raise ToolCompileError(f"{filename}: defines no @tool functions")
+                problems.append(f"{filename}:{node.lineno}: {name!r} is defined twice (first on line {seen[name]})")
+            seen.setdefault(name, node.lineno)
+    if not kinds and not problems:
+        problems.append(f"{filename}: defines no @tool functions")
+    if problems:
+        raise ToolCompileError.of(problems)
     if not keep_hints:
         strip_hints(tree)
     return kinds

@@ -78,6 +78,16 @@ def _schema(hint: Any) -> dict[str, Any]:
     return {"anyOf": [_schema(inner[0]), {"type": "null"}]}
 
 
+def _summary(doc: docstring_parser.Docstring) -> str:
+    """The docstring's first paragraph as one line (a summary may wrap), then the rest after a blank
+    line; docstring_parser alone would cut a wrapped summary after its first line."""
+    summary, rest = doc.short_description or "", doc.long_description or ""
+    if rest and not doc.blank_after_short_description:
+        head, _, rest = rest.partition("\n\n")
+        summary = " ".join([summary, *head.split()])
+    return f"{summary}\n\n{rest}" if rest else summary
+
+
 def _spec(fn: ast.FunctionDef, kind: ToolKind, filename: str) -> ToolSpec:
     where = f"{filename}:{fn.lineno}: tool {fn.name!r}"
     doc = docstring_parser.parse(ast.get_docstring(fn) or "")
@@ -99,9 +109,7 @@ def _spec(fn: ast.FunctionDef, kind: ToolKind, filename: str) -> ToolSpec:
             fields[arg.arg] = (py_type, ...)
         else:
             fields[arg.arg] = (py_type, ast.literal_eval(default))
-    description = doc.short_description
-    if doc.long_description:
-        description = f"{description}\n\n{doc.long_description}"
+    description = _summary(doc)
     parameters = {"type": "object", "properties": properties, "required": required,
                   "additionalProperties": False}
     model = create_model(f"{fn.name}_args", __config__=ConfigDict(extra="forbid"), **fields)
@@ -112,7 +120,14 @@ def build_toolkit(source: str, filename: str = "tools.py") -> Toolkit:
     """Parse, check and compile tool source. Raises ToolCompileError naming file and line."""
     tree = parse_tools(source, filename)
     kinds = check_tool_module(tree, filename, keep_hints=True)
-    specs = {fn.name: _spec(fn, kinds[fn.name], filename)
-             for fn in tree.body if isinstance(fn, ast.FunctionDef) and fn.name in kinds}
+    specs, problems = {}, []
+    for fn in tree.body:
+        if isinstance(fn, ast.FunctionDef) and fn.name in kinds:
+            try:
+                specs[fn.name] = _spec(fn, kinds[fn.name], filename)
+            except ToolCompileError as exc:  # every tool is read: a repair round sees all the problems
+                problems.append(str(exc))
+    if problems:
+        raise ToolCompileError.of(problems)
     strip_hints(tree)
     return Toolkit(compile_tool_module(tree, filename), specs, source)
