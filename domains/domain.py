@@ -18,6 +18,7 @@ import yaml
 from pydantic import BaseModel, ValidationError
 
 from .sql import build_metadata
+from .premises import premise_problems
 from .sandbox import ToolCompileError
 from .spec import DomainSpec
 from .toolkit import Toolkit, build_toolkit
@@ -158,7 +159,8 @@ def load_domain_text(spec_text: str, tools_text: str, policy_text: str, origin: 
 
 
 def _check_rules(spec: DomainSpec, toolkit: Toolkit, filename: str) -> None:
-    """DomainError listing every rule and intent that names a tool the toolkit lacks, one line each."""
+    """DomainError listing every rule and intent that names a tool the toolkit lacks, and every intent
+    premise that is not a filter on its anchor table's columns, one line each."""
     problems = []
     for rule in spec.rules:
         named = rule.enforced_by + ([*rule.check.first, *rule.check.then] if rule.check else [])
@@ -169,6 +171,9 @@ def _check_rules(spec: DomainSpec, toolkit: Toolkit, filename: str) -> None:
         named = [*intent.tools, *(a.name for a in (intent.template.actions if intent.template else []))]
         problems += [f"{filename}: intent {intent.name!r} uses unknown tool {name!r}"
                      for name in dict.fromkeys(named) if name not in toolkit.specs]
+        if intent.premise is not None:  # the spec checked it has an anchor_table
+            problems += [f"{filename}: intent {intent.name!r}: {problem}"
+                         for problem in premise_problems(intent.premise, spec.table(intent.anchor_table))]
     if problems:
         raise DomainError("\n".join(problems))
 

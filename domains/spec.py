@@ -205,6 +205,9 @@ class Intent(_Strict):
     kind: Literal["read", "write"]
     anchor_table: str | None = Field(None, description="the table of the record a task of this intent is about")
     tools: list[str] = Field(default_factory=list, description="the tools an agent calls for it, in order")
+    premise: str | None = Field(None, description=(
+        "what the anchor record must be for the request to make sense: an expression over `row` "
+        "(domains/premises.py); candidates are anchored only on records that meet it"))
     template: TaskTemplate | None = None
 
 
@@ -276,6 +279,8 @@ class DomainSpec(_Strict):
                     raise ValueError(f"intent {intent.name!r} binds unknown table {binding.table!r}")
             if intent.anchor_table is not None and intent.anchor_table not in tables:
                 raise ValueError(f"intent {intent.name!r}: anchor_table {intent.anchor_table!r} is not a table")
+            if intent.premise is not None and intent.anchor_table is None:
+                raise ValueError(f"intent {intent.name!r}: a premise needs an anchor_table")
         names = [i.name for i in self.intents]
         if len(set(names)) != len(names):
             raise ValueError("duplicate intent names")

@@ -41,6 +41,8 @@ class IntentProposal(_Answer):
     kind: Literal["read", "write"]
     anchor_table: str = Field(description="the table of the record the request is about")
     tools: list[str] = Field(min_length=1, description="the tools an agent needs, in order")
+    premise: str | None = Field(None, description="what the anchor record must be for the request to make "
+                                                  "sense: an expression over `row`; null when any record fits")
 
 
 class IntentsAnswer(_Answer):

@@ -18,6 +18,7 @@ import yaml
 
 from toolscale.domains import Domain, DomainError, Environment, load_domain_text
 from toolscale.domains.domain import parse_spec
+from toolscale.domains.premises import premise_problems
 from toolscale.domains.spec import IDENTIFIER, DomainSpec, Intent
 from toolscale.domains.sql import build_metadata, create_schema
 
@@ -191,7 +192,8 @@ def _normalized(text: str) -> str:
     return " ".join(re.findall(r"[a-z0-9]+", text.lower()))
 
 
-def _intent_problems(intent: IntentProposal, tools: dict[str, Any], populated: set[str]) -> list[Problem]:
+def _intent_problems(intent: IntentProposal, tools: dict[str, Any], tables: dict[str, Any],
+                     populated: set[str]) -> list[Problem]:
     problems = []
     unknown = [t for t in intent.tools if t not in tools]
     if unknown:
@@ -203,18 +205,22 @@ def _intent_problems(intent: IntentProposal, tools: dict[str, Any], populated: s
         problems.append(Problem("unknown_table", f"intent {intent.name!r}: anchor_table {intent.anchor_table!r} "
                                                  f"is not a table with rows; choose from {choose}",
                                 f"intent {intent.name}"))
+    elif intent.premise is not None:
+        problems += [Problem("bad_premise", f"intent {intent.name!r}: {p}", f"intent {intent.name}")
+                     for p in premise_problems(intent.premise, tables[intent.anchor_table])]
     return problems
 
 
 def build_intents(domain: Domain, answer: IntentsAnswer, count: int, final: bool) -> list[IntentProposal]:
     """Valid, distinct intents (at most `count`); Invalid lists the rest unless this is the last round."""
     tools = domain.toolkit.specs
+    tables = {t.name: t for t in domain.spec.tables}
     populated = {t.name for t in domain.spec.tables if t.rows > 0 or t.per is not None or t.data}
     kept: list[IntentProposal] = []
     seen: set[str] = set()
     problems: list[Problem] = []
     for intent in answer.intents:
-        wrong = _intent_problems(intent, tools, populated)
+        wrong = _intent_problems(intent, tools, tables, populated)
         problems += wrong
         if not wrong and intent.name not in seen and _normalized(intent.description) not in seen:
             seen.update((intent.name, _normalized(intent.description)))
@@ -230,13 +236,18 @@ def with_intents(domain: Domain, intents: list[IntentProposal]) -> Domain:
     """The domain reloaded with the intents in its spec, anchors and tools included, so a later run
     writes tasks from the stored design alone (no templates: the LLM writes the tasks)."""
     spec = domain.spec.model_copy(update={"intents": [
-        Intent(name=i.name, description=i.description, kind=i.kind, anchor_table=i.anchor_table, tools=i.tools)
+        Intent(name=i.name, description=i.description, kind=i.kind, anchor_table=i.anchor_table, tools=i.tools,
+               premise=i.premise)
         for i in intents]})
     return load_domain_text(spec_yaml(spec), domain.toolkit.source, domain.policy, domain.name)
 
 
 def subset_of_tools(domain: Domain, needed: list[str], extra: int, rng: random.Random) -> list[str]:
-    """The intent's tools plus `extra` others drawn at random, in the toolkit's order."""
-    others = [t for t in domain.toolkit.specs if t not in needed]
-    chosen = set(needed) | set(rng.sample(others, min(extra, len(others))))
-    return [t for t in domain.toolkit.specs if t in chosen]
+    """The tools a task is written with: the intent's, every read tool (an intent's list can miss the
+    lookup a record's state calls for, and an agent is never short of a way to find a record), and
+    `extra` other tools drawn at random, in the toolkit's order."""
+    specs = domain.toolkit.specs
+    given = set(needed) | {name for name, spec in specs.items() if spec.kind == "read"}
+    others = [t for t in specs if t not in given]
+    chosen = given | set(rng.sample(others, min(extra, len(others))))
+    return [t for t in specs if t in chosen]

@@ -76,7 +76,7 @@ def intent_proposal(intent: Intent) -> IntentProposal | None:
     else:
         return None
     return IntentProposal(name=intent.name, description=intent.description, kind=intent.kind,
-                          anchor_table=anchor, tools=tools)
+                          anchor_table=anchor, tools=tools, premise=intent.premise)
 
 
 @lru_cache(maxsize=None)

@@ -26,7 +26,7 @@ from toolscale.domains import BUILTIN_DOMAINS, Domain, Environment
 from toolscale.domains.tasks import Lineage, Rejection, Task
 
 from ..populate import PopulateError, Rows
-from ..templating import derive_seed
+from ..templating import TemplateError, date_helpers, derive_seed, evaluate
 from . import prompts, requests
 from .answers import (DesignAnswer, HardenAnswer, IntentProposal, IntentsAnswer, RowsAnswer, TaskAnswer,
                       ToolsAnswer)
@@ -54,6 +54,22 @@ def attempt_seed(seed: int, attempt: int) -> int:
     """A request's seed in a stage's `attempt`-th retry; the first attempt (0) keeps `seed`, so a
     first run stays byte-identical with the cache it wrote."""
     return seed if attempt == 0 else request_seed(seed, "attempt", attempt)
+
+
+def anchor_pool(domain: Domain, intent: IntentProposal, rows: Rows) -> list[dict[str, Any]]:
+    """The rows of the intent's anchor table that meet its premise (all of them when it has none);
+    a row the premise cannot be evaluated on (a null compared with a number) does not meet it."""
+    pool = rows.get(intent.anchor_table, [])
+    if intent.premise is None:
+        return pool
+    helpers = date_helpers(domain.spec.clock)
+
+    def meets(row: dict[str, Any]) -> bool:
+        try:
+            return bool(evaluate(intent.premise, {**helpers, "row": row}))
+        except TemplateError:
+            return False
+    return [row for row in pool if meets(row)]
 
 
 class LLMSynthesizer:
@@ -188,7 +204,7 @@ class LLMSynthesizer:
             batches = plan(spec, table, rows, self.options.rows_per_request, self.options.parents_per_request,
                            self.options.populate_scale * self.scale, rng)
             offered = choices(spec, table, rows, rng)
-            asks = [(b, requests.populate(spec, b, offered), batch_seed(seed, spec.name, table.name, b.index))
+            asks = [(b, requests.populate(spec, b, offered, rows), batch_seed(seed, spec.name, table.name, b.index))
                     for b in batches]
             firsts = await asyncio.gather(*(self._first("populate", m, RowsAnswer, s) for _, m, s in asks))
             for (batch, messages, batch_seed_), first in zip(asks, firsts):  # checked in order: keys are stable
@@ -254,10 +270,11 @@ class LLMSynthesizer:
         jobs = []
         rejected: list[Rejection] = []
         for intent in await self._intents_of(domain):
-            pool = rows.get(intent.anchor_table, [])
+            pool = anchor_pool(domain, intent, rows)
             if not pool:
                 task = unbuilt_task(domain, intent, f"{domain.name}.{intent.name}.000", lineage, None)
-                reason = f"llm no_rows: table {intent.anchor_table!r} has no row to anchor a task"
+                meets = f" that meets the premise {intent.premise!r}" if intent.premise else ""
+                reason = f"llm no_rows: table {intent.anchor_table!r} has no row{meets} to anchor a task"
                 rejected.append(Rejection(task=task, gate="synthesis", reason=reason))
                 self.usage.rejected("task", "no_rows")
                 continue
