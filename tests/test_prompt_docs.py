@@ -22,22 +22,31 @@ from jinja2 import meta, nodes
 from jinja2.defaults import DEFAULT_FILTERS, DEFAULT_NAMESPACE
 from pydantic import BaseModel
 
+from toolscale.domains import Environment
 from toolscale.domains.records import Clock, RecordStore
 from toolscale.pipeline import templating
 from toolscale.pipeline.llm import requests
-from toolscale.pipeline.llm.answers import (DesignAnswer, HardenAnswer, IntentsAnswer, RowsAnswer, TaskAnswer,
-                                            ToolsAnswer)
+from toolscale.pipeline.llm.answers import (DesignAnswer, HardenAnswer, IntentsAnswer, JudgeAnswer, RowsAnswer,
+                                            TaskAnswer, ToolsAnswer)
 from toolscale.pipeline.llm.examples import builtin, intent_proposal, offline_rows
+from toolscale.pipeline.llm.judge import judge_messages
 from toolscale.pipeline.llm.rows import plan
 from toolscale.pipeline.llm.slices import db_slice
 from toolscale.pipeline.populate import _TableFiller
+from toolscale.pipeline.synthesizer import OfflineSynthesizer
 
 DOMAIN = "movie"  # the examples come from restaurant
-# The synthesis stages. judge.j2 (the LLM gate's prompt, JudgeAnswer) is not covered yet: it names its
-# answer's fields only at its end.
+# The synthesis stages, and the judge of the LLM gates.
 ANSWERS: dict[str, type[BaseModel]] = {"design": DesignAnswer, "tools": ToolsAnswer, "intents": IntentsAnswer,
-                                       "populate": RowsAnswer, "task": TaskAnswer, "harden": HardenAnswer}
+                                       "populate": RowsAnswer, "task": TaskAnswer, "harden": HardenAnswer,
+                                       "judge": JudgeAnswer}
 _FENCED = re.compile(r"```.*?```", re.S)
+
+
+def _judged_task(domain, rows):
+    """A movie task from the offline synthesizer, for the judge's prompt."""
+    with Environment.from_rows(domain, rows) as env:
+        return OfflineSynthesizer().tasks(domain, env, rows, seed=0)[0][0]
 
 
 def _prompt(stage: str) -> str:
@@ -54,11 +63,14 @@ def _prompt(stage: str) -> str:
         messages = requests.tools(domain.spec, domain.policy)
     elif stage == "intents":
         messages = requests.intents(domain, 4)
+    elif stage == "judge":
+        messages = judge_messages(_judged_task(domain, rows), [{"role": "user", "content": "Hi"},
+                                                                {"role": "assistant", "content": "Hello"}])
     elif stage == "populate":
         table = next(t for t in domain.spec.tables if t.per is not None)
         parent = table.column(table.per.column).references.split(".")[0]
         batch = plan(domain.spec, table, {parent: rows[parent]}, 4, 4, 0.1, random.Random(0))[0]
-        messages = requests.populate(domain.spec, batch, {})
+        messages = requests.populate(domain.spec, batch, {}, rows)
     else:
         tools = intent.tools
         if stage == "task":

@@ -16,7 +16,7 @@ from . import prompts
 from .answers import IntentProposal
 from .examples import (design_example, example_domain_name, intents_example, rows_example, task_example,
                        tools_example)
-from .rows import Batch, auto_key
+from .rows import Batch, auto_key, premises, referenced
 
 
 def design(name: str, brief: str) -> list[dict[str, str]]:
@@ -40,7 +40,7 @@ def intents(domain: Domain, count: int) -> list[dict[str, str]]:
                             request={"stage": "intents", "domain": domain.name, "count": count})
 
 
-def populate(spec: DomainSpec, batch: Batch, choices: dict[str, list[Any]]) -> list[dict[str, str]]:
+def populate(spec: DomainSpec, batch: Batch, choices: dict[str, list[Any]], rows: Rows) -> list[dict[str, str]]:
     table = batch.table
     request: dict[str, Any] = {"stage": "populate", "domain": spec.name, "table": table.name, "batch": batch.index}
     parent_table = None
@@ -50,12 +50,14 @@ def populate(spec: DomainSpec, batch: Batch, choices: dict[str, list[Any]]) -> l
         request.update(parents=[p[parent_pk] for p in batch.parents], parent_column=table.per.column,
                        min=table.per.min, max=table.per.max)
     else:
-        request.update(count=batch.count, subject=batch.subject)
+        request.update(count=batch.count, first=batch.first, subject=batch.subject)
     if choices:
         request["choices"] = choices
     return prompts.messages("populate", domain=spec, table=table, auto_key=auto_key(table), parents=batch.parents,
-                            parent_table=parent_table, count=batch.count, subject=batch.subject, choices=choices,
-                            example=rows_example(example_domain_name(spec.name)), request=request)
+                            parent_table=parent_table, count=batch.count, first=batch.first, subject=batch.subject,
+                            choices=choices, referenced=referenced(spec, table, choices, rows),
+                            premises=premises(spec, table), example=rows_example(example_domain_name(spec.name)),
+                            request=request)
 
 
 def task(domain: Domain, intent: IntentProposal, tool_names: list[str], db_slice: Rows, anchor: tuple[str, Any],

@@ -37,6 +37,7 @@ class Batch:
     table: Table
     index: int
     count: int = 0
+    first: int = 0  # a root batch's first row's position in its table (`seq`), after the table's `data`
     parents: list[dict[str, Any]] = field(default_factory=list)
     subject: str | None = None
 
@@ -57,7 +58,8 @@ def plan(spec: DomainSpec, table: Table, rows: Rows, rows_per_request: int, pare
     if table.rows == 0:
         return []
     total = max(1, round(table.rows * scale))
-    return [Batch(table, k, count=min(rows_per_request, total - i), subject=rng.choice(SUBJECTS))
+    return [Batch(table, k, count=min(rows_per_request, total - i), first=len(table.data) + i,
+                  subject=rng.choice(SUBJECTS))
             for k, i in enumerate(range(0, total, rows_per_request))]
 
 
@@ -86,6 +88,26 @@ def choices(spec: DomainSpec, table: Table, rows: Rows, rng: random.Random) -> d
         keys = [r[target.primary_key.name] for r in rows.get(target.name, [])]
         offered[col.name] = keys if len(keys) <= MAX_CHOICES else sorted(rng.sample(keys, MAX_CHOICES))
     return offered
+
+
+def referenced(spec: DomainSpec, table: Table, offered: dict[str, list[Any]],
+               rows: Rows) -> dict[str, list[dict[str, Any]]]:
+    """The rows the offered keys point at, by table: a model writes values consistent with them (a
+    ride's bike type is its bike's)."""
+    shown: dict[str, list[dict[str, Any]]] = {}
+    for column, keys in offered.items():
+        target = spec.table(table.column(column).references.split(".")[0])
+        wanted = set(keys)
+        shown.setdefault(target.name, [])
+        have = {r[target.primary_key.name] for r in shown[target.name]}
+        shown[target.name] += [r for r in rows.get(target.name, [])
+                               if r[target.primary_key.name] in wanted - have]
+    return shown
+
+
+def premises(spec: DomainSpec, table: Table) -> list[str]:
+    """The premises of the intents anchored on `table`: some of its rows should meet each."""
+    return list(dict.fromkeys(i.premise for i in spec.intents if i.anchor_table == table.name and i.premise))
 
 
 class TableFill:
