@@ -86,6 +86,9 @@ class TaskMeta(_Record):
     kind: Literal["read", "write"]
     difficulty: Difficulty
     hardening: list[str] = Field(default_factory=list)
+    hardened_from: str | None = Field(None, description=(
+        "the id of the verified task this harder variant replaced; when a gate rejects the variant, that task "
+        "is gated in its place"))
     lineage: Lineage
     expected_outputs: list[Any] = Field(default_factory=list, description="gold replay's outputs")
     final_state_hash: str | None = None

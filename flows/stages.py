@@ -118,12 +118,20 @@ def _tasks(call: StageCall) -> None:
 
 
 def _harden(call: StageCall) -> None:
+    """The tasks with harder variants, and (`bases.jsonl`) the verified tasks variants replaced: the
+    gate falls back to one when its variant is rejected."""
     w = call.work
-    call.write_tasks(*w.synth.harden(w.domain(), w.env(), call.tasks(), w.seed))
+    given = call.tasks()
+    tasks, rejected = w.synth.harden(w.domain(), w.env(), given, w.seed)
+    replaced = {t.meta.hardened_from for t in tasks}
+    write_jsonl(call.out / "bases.jsonl", [t for t in given if t.id in replaced])
+    call.write_tasks(tasks, rejected)
 
 
 def _gate(call: StageCall) -> None:
-    call.write_tasks(*run_gates(call.tasks(), call.work.env()))
+    bases = next((p / "bases.jsonl" for p in reversed(call.earlier) if (p / "bases.jsonl").exists()), None)
+    fallbacks = {t.id: t for t in read_jsonl(bases, Task)} if bases else {}
+    call.write_tasks(*run_gates(call.tasks(), call.work.env(), fallbacks=fallbacks))
 
 
 def _solve(call: StageCall) -> None:

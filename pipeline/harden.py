@@ -106,7 +106,8 @@ def harden(domain: Domain, env: Environment, tasks: list[Task], seed: int,
         if task is None:
             rejected.append(rejection)
             continue
-        variants.append(task)
         if base is not None:
             replaced.add(base)
+            task = task.model_copy(update={"meta": task.meta.model_copy(update={"hardened_from": base})})
+        variants.append(task)
     return [t for t in tasks if t.id not in replaced] + variants, rejected

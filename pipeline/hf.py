@@ -29,6 +29,7 @@ TEST_FRACTION = 0.1
 _TEXT = Value("string")
 TASK_FEATURES = Features({
     "id": _TEXT, "domain": _TEXT, "intent": _TEXT, "kind": _TEXT, "difficulty": _TEXT, "hardening": List(_TEXT),
+    "hardened_from": _TEXT,
     "description": {"purpose": _TEXT, "relevant_policies": _TEXT, "notes": _TEXT},
     "persona": _TEXT, "reason_for_call": _TEXT, "known_info": _TEXT, "unknown_info": _TEXT,
     "task_instructions": _TEXT,
@@ -145,6 +146,7 @@ def task_row(task: Task) -> dict[str, Any]:
         "env_assertions": _json(criteria.env_assertions),
         "communicate_info": list(criteria.communicate_info), "nl_assertions": list(criteria.nl_assertions),
         "reward_basis": list(criteria.reward_basis),
+        "hardened_from": meta.hardened_from,
         "lineage": meta.lineage.model_dump(),
         "expected_outputs": [json.dumps(o, ensure_ascii=False) for o in meta.expected_outputs],
         "final_state_hash": meta.final_state_hash,
@@ -170,7 +172,7 @@ def task_from_row(row: dict[str, Any]) -> Task:
             "reward_basis": row["reward_basis"]},
         "meta": {
             "intent": row["intent"], "kind": row["kind"], "difficulty": row["difficulty"],
-            "hardening": row["hardening"], "lineage": row["lineage"],
+            "hardening": row["hardening"], "hardened_from": row.get("hardened_from"), "lineage": row["lineage"],
             "expected_outputs": [json.loads(o) for o in row["expected_outputs"]],
             "final_state_hash": row["final_state_hash"],
             "judged_answers": row.get("judged_answers") or [],
@@ -323,7 +325,7 @@ database, so any task can be replayed from these parquet files alone.
 ## Configs
 
 - **`tasks`** (default; splits `train` {counts['tasks']['train']:,}, `test` {counts['tasks']['test']:,}, stratified
-  by domain): `id`, `domain`, `intent`, `kind` (read/write), `difficulty`, `hardening`; the τ²-bench fields
+  by domain): `id`, `domain`, `intent`, `kind` (read/write), `difficulty`, `hardening`, `hardened_from` (the task a hardened variant replaced); the τ²-bench fields
   `description`, `persona`, `reason_for_call`, `known_info`, `unknown_info`, `task_instructions`, `initial_state`,
   `actions` (`action_id`, `requestor`, `name`, `arguments` as JSON, `info`, `compare_args`), `env_assertions`,
   `communicate_info`, `nl_assertions`, `reward_basis`; and the provenance: `lineage`, `expected_outputs` (each

@@ -7,7 +7,7 @@ failing gate's reason goes with the rejection.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any, Protocol
@@ -181,22 +181,18 @@ def _with_verdicts(task: Task, verdicts: dict[str, GateVerdict]) -> Task:
     return task.model_copy(update={"meta": task.meta.model_copy(update={"gates": verdicts})})
 
 
-def run_gates(tasks: Iterable[Task], env: Environment, gates: Sequence[Gate] | None = None,
-              batch_gates: Sequence[BatchGate] | None = None) -> tuple[list[Task], list[Rejection]]:
-    """Send each task through the gates in order, stopping at the first that fails; then the batch gates."""
-    if gates is None and batch_gates is None:
-        gates, batch_gates = default_gates()
-    tasks = list(tasks)
-    for gate in gates or ():
+def _per_task(tasks: list[Task], env: Environment, gates: Sequence[Gate],
+              verdicts: dict[int, dict[str, GateVerdict]]) -> tuple[list[Task], list[Rejection]]:
+    """Each task through the per-task gates in order, stopping at the first that fails."""
+    for gate in gates:
         if hasattr(gate, "prepare"):
             gate.prepare(env, tasks)
     passing: list[Task] = []
-    verdicts: dict[int, dict[str, GateVerdict]] = {}  # by id(task), until the batch gates are done
     rejected: list[Rejection] = []
     for task in tasks:
         ctx = GateContext(env, task)
         verdicts[id(task)] = {}
-        for gate in gates or ():
+        for gate in gates:
             verdict = verdicts[id(task)][gate.name] = gate.check(ctx)
             if not verdict.passed:
                 rejected.append(Rejection(task=_with_verdicts(task, verdicts.pop(id(task))), gate=gate.name,
@@ -204,6 +200,28 @@ def run_gates(tasks: Iterable[Task], env: Environment, gates: Sequence[Gate] | N
                 break
         else:
             passing.append(task)
+    return passing, rejected
+
+
+def run_gates(tasks: Iterable[Task], env: Environment, gates: Sequence[Gate] | None = None,
+              batch_gates: Sequence[BatchGate] | None = None,
+              fallbacks: Mapping[str, Task] | None = None) -> tuple[list[Task], list[Rejection]]:
+    """Send each task through the gates in order, stopping at the first that fails; then the batch gates.
+
+    `fallbacks` holds the verified tasks that harder variants replaced, by id: when a per-task gate
+    rejects a variant (`meta.hardened_from`), its base goes through the gates in its place, so a
+    failed hardening costs the variant, not the task it came from.
+    """
+    if gates is None and batch_gates is None:
+        gates, batch_gates = default_gates()
+    verdicts: dict[int, dict[str, GateVerdict]] = {}  # by id(task), until the batch gates are done
+    passing, rejected = _per_task(list(tasks), env, gates or (), verdicts)
+    bases = [fallbacks[r.task.meta.hardened_from] for r in rejected
+             if fallbacks and r.task.meta.hardened_from in fallbacks]
+    if bases:
+        more, more_rejected = _per_task(bases, env, gates or (), verdicts)
+        passing += more
+        rejected += more_rejected
     for gate in batch_gates or ():
         passing, dropped = gate.check_all(passing)
         for task in passing:

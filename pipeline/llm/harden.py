@@ -65,7 +65,7 @@ def _as_variant(domain: Domain, base: Task, task: Task, steps: list[str]) -> Tas
     hardening = [*base.meta.hardening, *dict.fromkeys(steps)]
     actions = task.evaluation_criteria.actions
     writes = write_calls(domain, actions)
-    meta = task.meta.model_copy(update={"intent": base.meta.intent, "hardening": hardening,
+    meta = task.meta.model_copy(update={"intent": base.meta.intent, "hardening": hardening, "hardened_from": base.id,
                                         "kind": "write" if writes else base.meta.kind,
                                         "difficulty": difficulty_of(len(actions), writes, len(hardening))})
     return task.model_copy(update={"description": base.description, "meta": meta})
