@@ -26,6 +26,7 @@ from toolscale.pipeline.llm.design import build_intents, spec_yaml, subset_of_to
 from toolscale.pipeline.llm.dialogue import Invalid
 from toolscale.pipeline.llm.examples import builtin, offline_rows
 from toolscale.pipeline.llm.rows import Batch, choices, plan
+from toolscale.pipeline.llm.slices import db_slice
 from toolscale.pipeline.llm.synthesizer import anchor_pool
 from toolscale.pipeline.llm.tasks import build_task
 from toolscale.quality.gates import run_gates
@@ -275,3 +276,24 @@ def test_a_value_the_user_must_say_is_not_a_leak_but_a_judged_fact_and_the_task_
 def test_leakage_matches_whole_tokens_not_digits_inside_a_longer_number():
     assert not appears_in("5.00", normalize_text("Top up at least 25.00 today."))
     assert appears_in("5.00", normalize_text("Top up 5.00 today."))
+
+
+# task slices ---------------------------------------------------------------------------------
+
+
+def test_a_slice_shows_the_other_rows_of_the_records_its_anchor_belongs_to():
+    """Run A's model had a tool as anchor and could not see that the tool's borrower had an overdue
+    loan: the slice held the loan's member but not the member's other loans."""
+    spec, rows = builtin(DOMAIN).spec, offline_rows(DOMAIN)
+    card = rows["cards"][0]
+    account = next(a for a in rows["accounts"] if a["account_id"] == card["account_id"])
+    part = db_slice(spec, rows, "cards", card["card_id"], random.Random(0), 30)
+    own = {t["transaction_id"] for t in rows["transactions"] if t["account_id"] == account["account_id"]}
+    siblings = {a["account_id"] for a in rows["accounts"] if a["customer_id"] == account["customer_id"]}
+    assert own <= {t["transaction_id"] for t in part["transactions"]}  # the card's account's transactions
+    assert siblings <= {a["account_id"] for a in part["accounts"]}  # and its holder's other accounts
+    keys = {t: {r[spec.table(t).primary_key.name] for r in part[t]} for t in part}
+    for table in spec.tables:  # still closed under foreign keys
+        for column in (c for c in table.columns if c.references):
+            target = column.references.split(".")[0]
+            assert all(r[column.name] is None or r[column.name] in keys[target] for r in part[table.name])
