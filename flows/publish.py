@@ -47,15 +47,15 @@ def _swap_in(tmp: Path, final: Path) -> None:
 def build_hf(run: Run, test_fraction: float = TEST_FRACTION) -> dict[str, Any]:
     """Write OUT/hf: the parquet of both configs, then the card with DuckDB statistics over it.
 
-    Returns {rows: {config: {split: n}}, per_domain, per_difficulty, per_tool, splits}."""
+    Returns {rows: {config: {split: n}}, fingerprint, per_domain, per_difficulty, per_tool, splits}."""
     final = run.out / "hf"
     tmp = run.out / ".hf.tmp"
     shutil.rmtree(tmp, ignore_errors=True)
-    counts = write_dataset(run, tmp, test_fraction)
+    counts, fingerprint = write_dataset(run, tmp, test_fraction)
     stats = dataset_stats(tmp)
-    atomic_write(tmp / "README.md", render_card(run, counts, stats))
+    atomic_write(tmp / "README.md", render_card(run, counts, stats, fingerprint))
     _swap_in(tmp, final)
-    return {"rows": counts, **stats}
+    return {"rows": counts, "fingerprint": fingerprint, **stats}
 
 
 def build_tau2(run: Run, test_fraction: float = TEST_FRACTION) -> list[str]:

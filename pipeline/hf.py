@@ -10,6 +10,7 @@ the same run and seed give byte-identical files.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import random
 from collections.abc import Iterator
@@ -210,8 +211,28 @@ def replay_row(env: Environment, row: dict[str, Any]) -> tuple[list[ToolResult],
         return replay(fork, calls), fork.state_hash()
 
 
-def data_path(config: str, split: str) -> str:
-    return f"data/{config}/{split}-00000-of-00001.parquet"
+def data_path(config: str, split: str, fingerprint: str) -> str:
+    """Where a config's split lives. The run's fingerprint is in the name because `datasets` keys
+    its cache by the folder's name and the unresolved `data_files` patterns: every run writes to a
+    folder named `hf`, so without it `load_dataset("OUT/hf")` returns whichever run was loaded first."""
+    return f"data/{config}/{split}-{fingerprint}-00000-of-00001.parquet"
+
+
+def data_file(folder: Path, config: str, split: str) -> Path:
+    """The parquet file of a config's split in a dataset folder toolscale wrote."""
+    found = sorted((Path(folder) / "data" / config).glob(f"{split}-*.parquet"))
+    if len(found) != 1:
+        raise PublishError(f"{folder}: expected one data/{config}/{split}-*.parquet, found {len(found)}")
+    return found[0]
+
+
+def _fingerprint(paths: list[Path]) -> str:
+    """A digest of the data files' bytes: the same rows give the same name (the output stays
+    byte-identical for a seed), other rows another."""
+    digest = hashlib.sha256()
+    for path in paths:
+        digest.update(path.read_bytes())
+    return digest.hexdigest()[:12]
 
 
 ROW_GROUP = 1000  # rows per parquet row group, as `datasets` writes them
@@ -246,14 +267,18 @@ class _ParquetStream:
         return self.rows
 
 
-def write_dataset(run: Run, folder: Path, test_fraction: float = TEST_FRACTION) -> dict[str, dict[str, int]]:
+def write_dataset(run: Run, folder: Path, test_fraction: float = TEST_FRACTION) -> tuple[dict[str, dict[str, int]], str]:
     """Write data/tasks/{train,test}-*.parquet and data/domains/train-*.parquet into `folder` (a
-    fresh folder the caller swaps in), streaming one domain at a time.
+    fresh folder the caller swaps in), streaming one domain at a time, each named with the run's
+    fingerprint.
 
-    Returns the row count per config and split. The card (README.md) is written by the caller.
+    Returns the row count per config and split, and the fingerprint. The card (README.md) is
+    written by the caller.
     """
-    streams = {split: _ParquetStream(folder / data_path("tasks", split), TASK_FEATURES) for split in SPLITS}
-    domains = _ParquetStream(folder / data_path("domains", "train"), DOMAIN_FEATURES)
+    unsigned = {(config, split): folder / data_path(config, split, "unsigned")
+                for config, split in [*(("tasks", s) for s in SPLITS), ("domains", "train")]}
+    streams = {split: _ParquetStream(unsigned["tasks", split], TASK_FEATURES) for split in SPLITS}
+    domains = _ParquetStream(unsigned["domains", "train"], DOMAIN_FEATURES)
     try:
         for built in run.each():
             splits = run.splits(built, test_fraction)
@@ -263,7 +288,10 @@ def write_dataset(run: Run, folder: Path, test_fraction: float = TEST_FRACTION) 
     finally:
         counts = {split: stream.close() for split, stream in streams.items()}
         domain_count = domains.close()
-    return {"tasks": counts, "domains": {"train": domain_count}}
+    fingerprint = _fingerprint(list(unsigned.values()))
+    for (config, split), path in unsigned.items():
+        path.rename(folder / data_path(config, split, fingerprint))
+    return {"tasks": counts, "domains": {"train": domain_count}}, fingerprint
 
 
 def _size_category(n: int) -> str:
@@ -289,7 +317,7 @@ def _funnel_rows(report: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def render_card(run: Run, counts: dict[str, dict[str, int]], stats: dict[str, list[dict[str, Any]]],
-                license: str = "apache-2.0") -> str:
+                fingerprint: str, license: str = "apache-2.0") -> str:
     """README.md of the dataset repo: the YAML header (configs, license, tags) and the card."""
     from huggingface_hub import DatasetCardData
 
@@ -301,8 +329,9 @@ def render_card(run: Run, counts: dict[str, dict[str, int]], stats: dict[str, li
         task_categories=["text-generation"], size_categories=[_size_category(total)],
         tags=["tool-use", "function-calling", "agents", "tau2-bench", "synthetic"],
         configs=[{"config_name": "tasks", "default": True,
-                  "data_files": [{"split": s, "path": f"data/tasks/{s}-*.parquet"} for s in SPLITS]},
-                 {"config_name": "domains", "data_files": [{"split": "train", "path": "data/domains/train-*.parquet"}]}],
+                  "data_files": [{"split": s, "path": f"data/tasks/{s}-{fingerprint}-*.parquet"} for s in SPLITS]},
+                 {"config_name": "domains",
+                  "data_files": [{"split": "train", "path": f"data/domains/train-{fingerprint}-*.parquet"}]}],
     ).to_yaml()
     domains = ", ".join(run.names)
     example = run.names[0]
@@ -313,7 +342,8 @@ def render_card(run: Run, counts: dict[str, dict[str, int]], stats: dict[str, li
 # toolscale: verifiable tool-use tasks
 
 {total:,} tool-use tasks in {len(run.names)} domains ({domains}), synthesized by toolscale
-with the `{run.report.get('backend', 'offline')}` backend, seed {run.seed}.
+with the `{run.report.get('backend', 'offline')}` backend, seed {run.seed}; run fingerprint `{fingerprint}` (a digest
+of the data files, which it names: each run's folder loads as a dataset of its own).
 Each task is a [τ²-bench](https://github.com/sierra-research/tau2-bench) `Task`: a user scenario, the gold
 actions that solve it, and what the agent must communicate. Every task kept here passed a fail-closed quality
 gate: its gold actions replay without error and deterministically on the domain's database (see the funnel).
@@ -384,6 +414,6 @@ Each domain also ships as a τ²-bench domain package (`tau2/<domain>/` in the t
 """
 
 
-__all__ = ["DOMAIN_FEATURES", "TASK_FEATURES", "BuiltDomain", "PublishError", "Run", "assign_splits", "data_path",
+__all__ = ["DOMAIN_FEATURES", "TASK_FEATURES", "BuiltDomain", "PublishError", "Run", "assign_splits", "data_file", "data_path",
            "domain_row", "environment_from_row", "read_run", "render_card", "replay_row", "task_from_row",
            "task_row", "write_dataset"]

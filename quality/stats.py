@@ -30,7 +30,7 @@ def dataset_stats(folder: Path) -> dict[str, list[dict[str, Any]]]:
     domains = _literal(Path(folder) / "data" / "domains" / "*.parquet")
     con = duckdb.connect()
     try:  # views cannot take parameters: the paths go in as quoted literals
-        con.execute("create temp view tasks as select *, regexp_extract(filename, '([a-z]+)-[0-9]+-of-', 1) as split "
+        con.execute("create temp view tasks as select *, regexp_extract(filename, '([a-z]+)-[^/]*$', 1) as split "
                     f"from read_parquet({tasks}, filename = true)")
         con.execute(f"create temp view domains as select * from read_parquet({domains})")
         difficulty = ", ".join(f"count(*) filter (where difficulty = '{d}') as {d}" for d in _DIFFICULTIES)

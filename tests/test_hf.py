@@ -18,7 +18,7 @@ from published_run import published_run
 from toolscale.domains import Task
 from toolscale.flows.publish import build_hf, build_tau2
 from toolscale.pipeline import hf
-from toolscale.pipeline.hf import (SPLITS, TASK_FEATURES, assign_splits, data_path, environment_from_row, read_run,
+from toolscale.pipeline.hf import (SPLITS, TASK_FEATURES, assign_splits, data_file, environment_from_row, read_run,
                                    replay_row, task_from_row, task_row)
 from toolscale.quality.stats import dataset_stats
 
@@ -71,15 +71,43 @@ def test_load_dataset_reads_the_folder_offline(out, tmp_path):
         assert task_from_row(row) == tasks[row["id"]]
 
 
+ALTERNATE = """
+import json, sys
+from datasets import load_dataset
+print(json.dumps([sorted(r["id"] for r in load_dataset(folder, "tasks", split="train")) for folder in sys.argv[1:]]))
+"""
+
+
+def test_each_runs_folder_loads_as_its_own_dataset_with_one_cache(out, tmp_path):
+    """Every run writes a folder named `hf`; `datasets` used to key them all to one cache slot, so
+    the second run loaded returned the first one's rows (notes/audit-2026-12-01/ecosystem.md)."""
+    other = tmp_path / "other"
+    shutil.copytree(out, other, ignore=shutil.ignore_patterns("hf", "tau2"))
+    tasks = (other / DOMAINS[0] / "tasks.jsonl").read_text().splitlines(keepends=True)
+    (other / DOMAINS[0] / "tasks.jsonl").write_text("".join(tasks[:5]))
+    build_hf(read_run(other))
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "HF_HOME": str(tmp_path / "hf-home"),
+           "HF_HUB_DISABLE_TELEMETRY": "1"}
+    folders = [str(out / "hf"), str(other / "hf"), str(out / "hf"), str(other / "hf")]
+    proc = subprocess.run([sys.executable, "-c", ALTERNATE, *folders], capture_output=True, text=True, env=env,
+                          timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    loaded = json.loads(proc.stdout.splitlines()[-1])
+    own = [sorted(r["id"] for r in pq.read_table(data_file(Path(f), "tasks", "train")).to_pylist()) for f in folders]
+    assert own[0] != own[1]
+    assert loaded == own
+
+
 def test_a_task_replays_from_the_parquet_files_alone(out, tmp_path):
-    alone = tmp_path / "alone"
+    alone = tmp_path / "alone"  # the parquet files and nothing else: no card, no run folder
     for config, split in (("tasks", "train"), ("tasks", "test"), ("domains", "train")):
-        (alone / data_path(config, split)).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy(out / "hf" / data_path(config, split), alone / data_path(config, split))
-    domains = {row["domain"]: row for row in pq.read_table(alone / data_path("domains", "train")).to_pylist()}
+        path = data_file(out / "hf", config, split)
+        (alone / "data" / config).mkdir(parents=True, exist_ok=True)
+        shutil.copy(path, alone / "data" / config / path.name)
+    domains = {row["domain"]: row for row in pq.read_table(data_file(alone, "domains", "train")).to_pylist()}
     replayed = 0
     for split in SPLITS:
-        rows = pq.read_table(alone / data_path("tasks", split)).to_pylist()
+        rows = pq.read_table(data_file(alone, "tasks", split)).to_pylist()
         for domain in DOMAINS:
             env = environment_from_row(domains[domain])
             assert env.state_hash() == domains[domain]["database_hash"]
@@ -119,11 +147,11 @@ def test_publishing_again_writes_the_same_bytes(out):
 def test_parquet_is_written_a_row_group_at_a_time_and_reads_back_whole(out, tmp_path, monkeypatch):
     monkeypatch.setattr(hf, "ROW_GROUP", 40)
     run = read_run(out)
-    counts = hf.write_dataset(run, tmp_path)
+    counts, _ = hf.write_dataset(run, tmp_path)
     tasks = accepted(out)
     splits = assign_splits({name: [t.id for t in tasks if t.domain == name] for name in DOMAINS}, run.seed)
     for split in SPLITS:
-        parquet = pq.ParquetFile(tmp_path / data_path("tasks", split))
+        parquet = pq.ParquetFile(data_file(tmp_path, "tasks", split))
         rows = parquet.read().to_pylist()
         assert counts["tasks"][split] == len(rows) == sum(1 for t in tasks if splits[t.id] == split)
         assert parquet.num_row_groups == -(-len(rows) // 40)

@@ -20,7 +20,7 @@ import pytest
 from recording_hub import start_recording_hub
 from tau2_replay import compare_runtimes
 from toolscale.domains import available_domains
-from toolscale.pipeline.hf import data_path, environment_from_row, replay_row
+from toolscale.pipeline.hf import data_file, environment_from_row, replay_row
 
 
 def toolscale(*args: str, cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
@@ -45,7 +45,7 @@ def test_generate_also_writes_the_dataset_and_the_tau2_packages(out):
     rows = report["dataset"]["rows"]
     assert sum(rows["tasks"].values()) == report["totals"]["accepted"] and rows["domains"]["train"] == 10
     for config, split in (("tasks", "train"), ("tasks", "test"), ("domains", "train")):
-        assert (out / "hf" / data_path(config, split)).is_file()
+        assert data_file(out / "hf", config, split).name.endswith(f"-{report['dataset']['fingerprint']}-00000-of-00001.parquet")
     assert (out / "hf" / "README.md").read_text().startswith("---\n")
 
 
@@ -68,8 +68,8 @@ def test_load_dataset_round_trips_offline(out, tmp_path):
 
 
 def test_tasks_of_every_domain_replay_from_the_parquet_alone(out):
-    domains = {r["domain"]: r for r in pq.read_table(out / "hf" / data_path("domains", "train")).to_pylist()}
-    rows = pq.read_table(out / "hf" / data_path("tasks", "test")).to_pylist()
+    domains = {r["domain"]: r for r in pq.read_table(data_file(out / "hf", "domains", "train")).to_pylist()}
+    rows = pq.read_table(data_file(out / "hf", "tasks", "test")).to_pylist()
     for name, domain in domains.items():
         env = environment_from_row(domain)
         for row in [r for r in rows if r["domain"] == name][:10]:  # every task is replayed by the differential test
@@ -85,7 +85,8 @@ def test_push_sends_the_dataset_folder_to_hf_endpoint(out, tmp_path):
            "HF_HOME": str(tmp_path / "home")}
     dry = toolscale("push", "--repo", "acme/toolscale-tasks", "--dry-run", "--out", str(out), cwd=tmp_path, env=env)
     assert dry.returncode == 0, dry.stderr[-2000:]
-    assert "data/tasks/train-00000-of-00001.parquet" in dry.stdout and f"{hub.url}/datasets/acme" in dry.stdout
+    assert data_file(out / "hf", "tasks", "train").relative_to(out / "hf").as_posix() in dry.stdout
+    assert f"{hub.url}/datasets/acme" in dry.stdout
     assert hub.requests == []
 
     no_token = {k: v for k, v in env.items() if k not in ("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN")}
