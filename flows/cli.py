@@ -379,6 +379,9 @@ def eval_(
     tasks: Path = typer.Option(Path("output"), help="A `toolscale generate` output folder."),
     domains: str | None = typer.Option(None, help="Comma-separated domains (default: all in the folder)."),
     per_domain: int | None = typer.Option(None, min=1, help="At most this many tasks per domain."),
+    split: str = typer.Option("test", help="train, test (the held-out tasks) or all."),
+    task_ids: str | None = typer.Option(None, help="Comma-separated task ids: only these tasks."),
+    seed: int | None = typer.Option(None, help="Draws the --per-domain sample (default: each intent's first tasks)."),
     trials: int = typer.Option(1, min=1, help="k: trials per task (pass^1..pass^k are reported)."),
     mode: str = typer.Option("solo", help="solo (instruction as first user message) or user (LLM user simulator)."),
     user_base_url: str | None = typer.Option(None, help="User simulator endpoint (default: the agent's)."),
@@ -395,7 +398,8 @@ def eval_(
     configure_prefect()
     from .evaluate import run_eval  # imports Prefect: after configure_prefect
 
-    run_eval(dict(base_url=base_url, model=model, tasks=tasks, domains=domains, per_domain=per_domain,
+    run_eval(dict(base_url=base_url, model=model, tasks=tasks, domains=domains, per_domain=per_domain, split=split,
+                  task_ids=task_ids, seed=seed,
                   trials=trials, mode=mode, user_base_url=user_base_url, user_model=user_model,
                   api_key_env=api_key_env, price_in=price_in, price_out=price_out, experts=experts,
                   max_turns=max_turns, concurrency=concurrency, out=out), console, _fail_usage, _run_flow)

@@ -33,7 +33,8 @@ def evaluate_domain(name: str, data: dict[str, DomainData], config: EvalConfig) 
 @flow(name="evaluate")
 def evaluate(config: EvalConfig) -> dict[str, Any]:
     """Run every trial, write `config.out`, return {config, summary, trials}."""
-    data = load_output(config.tasks, config.domains, max_tasks_per_domain=config.per_domain)
+    data = load_output(config.tasks, config.domains, max_tasks_per_domain=config.per_domain, split=config.split,
+                       task_ids=config.task_ids, seed=config.seed)
     results: list[TrialResult] = []
     for name in sorted(data):
         results.extend(evaluate_domain(name, data, config))
@@ -63,7 +64,9 @@ def run_eval(options: dict[str, Any], console: Console, fail: Callable[[str], No
                 api_key_env=o["api_key_env"] if not o["user_base_url"] else None)
     domains = [d.strip() for d in o["domains"].split(",") if d.strip()] if o["domains"] else None
     try:
-        config = EvalConfig(tasks=o["tasks"], domains=domains, per_domain=o["per_domain"], trials=o["trials"],
+        task_ids = [t.strip() for t in o["task_ids"].split(",") if t.strip()] if o["task_ids"] else None
+        config = EvalConfig(tasks=o["tasks"], domains=domains, per_domain=o["per_domain"], split=o["split"],
+                            task_ids=task_ids, seed=o["seed"], trials=o["trials"],
                             mode=o["mode"], agent=EndpointConfig(**agent),
                             user=EndpointConfig(**user) if o["mode"] == "user" else None,
                             experts=_experts(o["experts"], fail), max_turns=o["max_turns"],

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import random
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,10 +22,9 @@ import pyarrow.parquet as pq
 from datasets import Features, List, Value
 
 from toolscale.domains import Domain, Environment, ToolResult, load_domain, load_domain_text, replay
+from toolscale.domains.splits import SPLITS, TEST_FRACTION, assign_splits
 from toolscale.domains.tasks import Task
 
-SPLITS = ("train", "test")
-TEST_FRACTION = 0.1
 _TEXT = Value("string")
 TASK_FEATURES = Features({
     "id": _TEXT, "domain": _TEXT, "intent": _TEXT, "kind": _TEXT, "difficulty": _TEXT, "hardening": List(_TEXT),
@@ -113,19 +111,6 @@ def read_run(out: Path) -> Run:
     if not names:
         raise PublishError(f"{out}: no finished domain (no <domain>/tasks.jsonl)")
     return Run(out, report, names)
-
-
-def assign_splits(task_ids: dict[str, list[str]], seed: int, test_fraction: float = TEST_FRACTION) -> dict[str, str]:
-    """{task id: "train" | "test"}, stratified by domain: per domain a seeded shuffle of its sorted
-    ids sends round(n * test_fraction) of them (at least one when the domain has two) to test."""
-    splits = {}
-    for domain, ids in sorted(task_ids.items()):
-        ordered = sorted(ids)
-        random.Random(f"toolscale-split:{seed}:{domain}").shuffle(ordered)
-        n_test = round(len(ordered) * test_fraction) if len(ordered) > 1 else 0
-        n_test = min(max(n_test, 1 if len(ordered) > 1 and test_fraction > 0 else 0), len(ordered) - 1)
-        splits.update({task_id: "test" if i < n_test else "train" for i, task_id in enumerate(ordered)})
-    return splits
 
 
 def _json(value: Any) -> str | None:

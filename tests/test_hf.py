@@ -21,6 +21,8 @@ from toolscale.pipeline import hf
 from toolscale.pipeline.hf import (SPLITS, TASK_FEATURES, assign_splits, data_file, environment_from_row, read_run,
                                    replay_row, task_from_row, task_row)
 from toolscale.quality.stats import dataset_stats
+from toolscale.trainer.config import DataConfig
+from toolscale.trainer.data import DataError, load_output
 
 DOMAINS = ("railway", "school")
 
@@ -173,8 +175,6 @@ except DataError as exc:
 
 
 def test_the_trainer_loads_the_dataset_as_it_loads_the_run(out, tmp_path):
-    from toolscale.trainer.data import load_output
-
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "HF_HOME": str(tmp_path / "hf-home"),
            "HF_HUB_DISABLE_TELEMETRY": "1"}
     proc = subprocess.run([sys.executable, "-c", TRAINER_LOAD, str(out / "hf")], capture_output=True, text=True,
@@ -217,3 +217,14 @@ def test_the_card_carries_configs_statistics_funnel_and_usage(out):
         assert f"| {name} | {funnel['candidates']:,} | {funnel['accepted']:,} |" in card
     for heading in ("## Statistics", "## Quality funnel", "## Load", "## Replay a task"):
         assert heading in card
+
+
+def test_an_output_folder_is_read_by_split_as_the_dataset_is_published(out):
+    """The trainer's default (`data.split: train`) leaves out the tasks the dataset holds out for testing."""
+    published = {split: {r["id"] for r in pq.read_table(data_file(out / "hf", "tasks", split)).to_pylist()}
+                 for split in SPLITS}
+    read = {split: {t.id for d in load_output(out, split=split).values() for t in d.tasks} for split in SPLITS}
+    assert read == published and read["train"] and read["test"]
+    assert DataConfig().split == "train"
+    with pytest.raises(DataError, match="split 'validation'"):
+        load_output(out, split="validation")

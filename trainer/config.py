@@ -37,7 +37,8 @@ class DataConfig(_Section):
     path: Path = Field(Path("output"), description="a `toolscale generate` output folder")
     dataset: str | None = Field(None, description="instead of `path`: a toolscale Hugging Face dataset, as a "
                                                   "local folder (OUT/hf) or a Hub repo id (org/name)")
-    split: str = Field("train", description="the dataset's split to use (with `dataset`)")
+    split: Literal["train", "test", "all"] = Field("train", description="the split to train on: train (the default keeps the held-out test "
+                                            "tasks out), test, or all")
     domains: list[str] | None = None
     intents: list[str] | None = None
     max_tasks_per_domain: int | None = Field(None, ge=1)

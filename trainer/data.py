@@ -8,6 +8,8 @@ out with a reason: the reward compares against that hash, so it must hold on thi
 
 from __future__ import annotations
 
+import json
+import random
 import threading
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
@@ -17,6 +19,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from toolscale.domains import Domain, DomainError, Environment, Task, load_domain
+from toolscale.domains.splits import SPLITS, assign_splits
 from toolscale.quality.gates import replay_task
 
 from .rewards import SUPPORTED_BASIS
@@ -59,13 +62,17 @@ def _read_tasks(path: Path) -> list[Task]:
     return tasks
 
 
-def select_tasks(tasks: list[Task], limit: int | None) -> list[Task]:
-    """Up to `limit` tasks, taken round-robin over intents (in file order) so every intent is represented."""
+def select_tasks(tasks: list[Task], limit: int | None, seed: int | None = None) -> list[Task]:
+    """Up to `limit` tasks, taken round-robin over intents so every intent is represented: in file
+    order, or in a shuffle of each intent's tasks by `seed` (another sample of the same size)."""
     if limit is None or limit >= len(tasks):
         return list(tasks)
     by_intent: dict[str, list[Task]] = defaultdict(list)
     for task in tasks:
         by_intent[task.meta.intent].append(task)
+    if seed is not None:
+        for intent, queue in by_intent.items():
+            random.Random(f"toolscale-sample:{seed}:{intent}").shuffle(queue)
     chosen: list[Task] = []
     queues = list(by_intent.values())
     depth = 0
@@ -78,7 +85,7 @@ def select_tasks(tasks: list[Task], limit: int | None) -> list[Task]:
     return sorted(chosen, key=lambda t: order[t.id])
 
 
-def _keep_usable(data: DomainData, candidates: list[Task], max_tasks: int | None) -> None:
+def _keep_usable(data: DomainData, candidates: list[Task], max_tasks: int | None, seed: int | None = None) -> None:
     """Add to `data.tasks` the candidates the reward can score on this database, counting the rest."""
     for task in candidates:
         unsupported = set(task.evaluation_criteria.reward_basis) - SUPPORTED_BASIS
@@ -90,12 +97,28 @@ def _keep_usable(data: DomainData, candidates: list[Task], max_tasks: int | None
             data.skipped["gold replay does not reach final_state_hash on the database"] += 1
         else:
             data.tasks.append(task)
-    data.tasks = select_tasks(data.tasks, max_tasks)
+    data.tasks = select_tasks(data.tasks, max_tasks, seed)
+
+
+def _run_seed(root: Path) -> int:
+    """The seed the output folder was generated with (it draws the splits), from its report."""
+    try:
+        return int(json.loads((root / "report.json").read_text(encoding="utf-8")).get("seed", 0))
+    except (OSError, ValueError, AttributeError):
+        raise DataError(f"{root / 'report.json'}: missing or unreadable; the split of a task needs the run's seed "
+                        "(use split: all to read every task)") from None
 
 
 def load_output(path: str | Path, domains: list[str] | None = None, intents: list[str] | None = None,
-                max_tasks_per_domain: int | None = None) -> dict[str, DomainData]:
-    """Load the named domains (default: every folder with a tasks.jsonl) of an output folder."""
+                max_tasks_per_domain: int | None = None, split: str = "all", task_ids: list[str] | None = None,
+                seed: int | None = None) -> dict[str, DomainData]:
+    """Load the named domains (default: every folder with a tasks.jsonl) of an output folder.
+
+    `split` keeps the tasks of one split ("train" or "test", as the published dataset and τ²
+    packages assign them) or "all"; `task_ids` keeps only those tasks (DataError naming any that is
+    not there); `seed` draws the `max_tasks_per_domain` sample."""
+    if split not in (*SPLITS, "all"):
+        raise DataError(f"split {split!r}: choose from {', '.join(SPLITS)}, all")
     root = Path(path)
     if not root.is_dir():
         raise DataError(f"{root}: no such output folder (run `toolscale generate --out {root}` first)")
@@ -104,6 +127,9 @@ def load_output(path: str | Path, domains: list[str] | None = None, intents: lis
     missing = [n for n in names if n not in found]
     if missing or not names:
         raise DataError(f"{root}: no tasks.jsonl for {', '.join(missing) or 'any domain'}; found: {found or 'none'}")
+    seed_of_run = _run_seed(root) if split != "all" else 0
+    wanted = set(task_ids or ())
+    seen: set[str] = set()
     loaded = {}
     for name in names:
         folder = root / name
@@ -115,9 +141,17 @@ def load_output(path: str | Path, domains: list[str] | None = None, intents: lis
             raise DataError(f"{folder / 'db.sqlite'}: missing")
         data = DomainData(domain, Environment.from_sqlite(domain, folder / "db.sqlite"), [],
                           database=folder / "db.sqlite")
-        candidates = [t for t in _read_tasks(folder / "tasks.jsonl") if not intents or t.meta.intent in intents]
-        _keep_usable(data, candidates, max_tasks_per_domain)
+        tasks = _read_tasks(folder / "tasks.jsonl")
+        splits = assign_splits({name: [t.id for t in tasks]}, seed_of_run) if split != "all" else {}
+        seen |= {t.id for t in tasks}
+        candidates = [t for t in tasks if (not intents or t.meta.intent in intents)
+                      and (split == "all" or splits[t.id] == split) and (not wanted or t.id in wanted)]
+        _keep_usable(data, candidates, max_tasks_per_domain, seed)
         loaded[name] = data
+    missing = sorted(wanted - seen)
+    if missing:
+        raise DataError(f"{root}: no task {', '.join(missing[:5])}{' ...' if len(missing) > 5 else ''} "
+                        f"in {', '.join(names)}")
     return loaded
 
 
@@ -132,7 +166,7 @@ def load_dataset(source: str, split: str = "train", domains: list[str] | None = 
     datasets.disable_progress_bars()
     try:
         domain_rows = datasets.load_dataset(source, "domains", split="train")
-        task_rows = datasets.load_dataset(source, "tasks", split=split)
+        task_rows = datasets.load_dataset(source, "tasks", split="+".join(SPLITS) if split == "all" else split)
     except (FileNotFoundError, ValueError) as exc:  # DatasetNotFoundError is a FileNotFoundError
         raise DataError(f"{source}: not a toolscale dataset with a {split!r} split of tasks: "
                         f"{str(exc).splitlines()[0]}") from None

@@ -35,6 +35,9 @@ class EvalConfig(BaseModel):
     tasks: Path = Field(Path("output"), description="a `toolscale generate` output folder")
     domains: list[str] | None = None
     per_domain: int | None = Field(None, ge=1, description="at most this many tasks per domain (all intents)")
+    split: Literal["train", "test", "all"] = Field("test", description="the held-out test tasks by default")
+    task_ids: list[str] | None = Field(None, description="only these tasks")
+    seed: int | None = Field(None, description="draws the per_domain sample (None: the first tasks of each intent)")
     trials: int = Field(1, ge=1, description="k: attempts per task")
     mode: Literal["solo", "user"] = "solo"
     agent: EndpointConfig
@@ -165,7 +168,8 @@ def evaluate_tasks(data: dict[str, DomainData], tasks: list[Task], config: EvalC
 
 def run_evaluation(config: EvalConfig) -> dict:
     """Load the output folder, evaluate, and return {config, summary, trials} (API keys are never stored)."""
-    data = load_output(config.tasks, config.domains, max_tasks_per_domain=config.per_domain)
+    data = load_output(config.tasks, config.domains, max_tasks_per_domain=config.per_domain, split=config.split,
+                       task_ids=config.task_ids, seed=config.seed)
     tasks = [task for name in sorted(data) for task in data[name].tasks]
     results = evaluate_tasks(data, tasks, config)
     return {"config": config.model_dump(mode="json"), "summary": summarize_trials(results, config.trials),

@@ -74,7 +74,7 @@ def main(config: TrainConfig) -> dict[str, Any]:
                             config.data.max_tasks_per_domain)
     else:
         data = load_output(config.data.path, config.data.domains, config.data.intents,
-                           config.data.max_tasks_per_domain)
+                           config.data.max_tasks_per_domain, split=config.data.split)
     rows = build_rows(data, config.experts, config.sampling, config.prompt.policy_max_chars,
                       config.prompt.show_preferences)
     if not rows:

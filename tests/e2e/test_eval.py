@@ -16,6 +16,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/: the shared helpers
 
 from llm_server import LLMTestServer  # noqa: E402
+from toolscale.trainer.data import load_output  # noqa: E402
 from trainer_support import GoldAgent, bank_output, read_tasks, toolscale  # noqa: E402
 
 
@@ -30,7 +31,7 @@ def served(tmp_path_factory):
 def test_eval_over_20_tasks_prints_and_writes_pass_k(served):
     out, agent, server, work = served
     proc = toolscale("eval", "--tasks", str(out), "--base-url", server.base_url, "--model", "gold",
-                     "--per-domain", "20", "--trials", "3", "--price-in", "1.0", "--price-out", "2.0",
+                     "--per-domain", "20", "--split", "all", "--trials", "3", "--price-in", "1.0", "--price-out", "2.0",
                      "--out", str(work / "eval.json"), cwd=work)
     assert proc.returncode == 0, proc.stderr[-3000:]
     for text in ("pass^1", "pass^3", "bank", "all", "wrote"):
@@ -56,6 +57,32 @@ def test_eval_over_20_tasks_prints_and_writes_pass_k(served):
         assert summary[f"pass^{k}"] == pytest.approx(want)
     assert summary["pass^1"] > summary["pass^3"] > 0
     assert report["summary"]["all"]["tasks"] == 20
+
+
+def held_out(out: Path) -> set[str]:
+    """The bank tasks the published dataset and τ² package hold out for testing."""
+    return set(json.loads((out / "tau2" / "bank" / "split_tasks.json").read_text())["test"])
+
+
+def test_eval_takes_a_split_named_tasks_and_a_sample_seed(served):
+    out, agent, server, work = served
+    default = toolscale("eval", "--tasks", str(out), "--base-url", server.base_url, "--model", "gold",
+                        "--out", str(work / "default.json"), cwd=work)
+    assert default.returncode == 0, default.stderr[-3000:]
+    report = json.loads((work / "default.json").read_text())
+    assert report["config"]["split"] == "test"  # the held-out tasks, by default, and all of them
+    assert sorted(t["task_id"] for t in report["trials"]) == sorted(held_out(out))
+    chosen = sorted(held_out(out))[:2]
+    named = toolscale("eval", "--tasks", str(out), "--base-url", server.base_url, "--model", "gold",
+                      "--task-ids", ",".join(chosen), "--out", str(work / "named.json"), cwd=work)
+    assert named.returncode == 0, named.stderr[-3000:]
+    assert sorted(t["task_id"] for t in json.loads((work / "named.json").read_text())["trials"]) == chosen
+    drawn = [[t.id for t in load_output(out, ["bank"], max_tasks_per_domain=5, split="train", seed=seed)["bank"].tasks]
+             for seed in (1, 2, 1)]
+    assert drawn[0] == drawn[2] != drawn[1] and not set(drawn[0]) & held_out(out)
+    unknown = toolscale("eval", "--tasks", str(out), "--base-url", server.base_url, "--model", "gold",
+                        "--task-ids", "bank.nothing.000", "--out", str(work / "none.json"), cwd=work)
+    assert unknown.returncode == 2 and "no task bank.nothing.000" in " ".join(unknown.stderr.split())
 
 
 def test_eval_with_a_simulated_user(served):
