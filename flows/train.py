@@ -17,7 +17,7 @@ from prefect.cache_policies import NO_CACHE
 from rich.console import Console
 from rich.table import Table
 
-from toolscale.trainer.config import ConfigError, TrainConfig, check, grpo_setting, load_config
+from toolscale.trainer.config import ConfigError, TrainConfig, check, grpo_setting, load_config, require_train_extra
 from toolscale.trainer.data import DataError
 
 
@@ -68,6 +68,7 @@ def run_train(config_path: Path, overrides: list[str], dry_run: bool, console: C
               fail: Callable[[str], None], run_flow: Callable[..., Any]) -> None:
     try:
         config = load_config(config_path, overrides)
+        require_train_extra()
     except ConfigError as exc:
         fail(str(exc))
     if dry_run:

@@ -90,3 +90,20 @@ def test_the_readme_two_node_recipe_is_coherent():
     assert rollouts == 128
     # the one-node launch file does not fit a two-node run
     assert check(load_config(CONFIGS / "h100.yaml", ["launch.num_machines=2", "launch.num_processes=16"]))
+
+
+def test_without_the_train_extra_train_says_what_to_install_in_one_line(monkeypatch):
+    """The audit's `train --dry-run` printed a 43-line traceback where TRL was not installed."""
+    import importlib.util
+
+    from typer.testing import CliRunner
+
+    from toolscale.flows.cli import app
+
+    found = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "trl" else found(name, *a))
+    for extra in ([], ["--dry-run"]):
+        result = CliRunner().invoke(app, ["train", "--config", str(CONFIGS / "h100.yaml"), *extra])
+        lines = [line for line in result.output.splitlines() if line.strip()]
+        assert result.exit_code == 2
+        assert lines == ["error: training needs the train extra (trl missing): pip install -e '.[train]'"]

@@ -10,6 +10,7 @@ so a broken H100 configuration is caught on a laptop before it costs a GPU hour.
 from __future__ import annotations
 
 import dataclasses
+import importlib.util
 from pathlib import Path
 from typing import Any, Literal
 
@@ -153,7 +154,19 @@ def load_config(path: str | Path, overrides: list[str] | None = None) -> TrainCo
     return config
 
 
+TRAIN_PACKAGES = ("torch", "transformers", "trl", "accelerate")
+
+
+def require_train_extra() -> None:
+    """ConfigError saying what to install when a package of the `train` extra is missing."""
+    missing = [name for name in TRAIN_PACKAGES if importlib.util.find_spec(name) is None]
+    if missing:
+        raise ConfigError(f"training needs the train extra ({', '.join(missing)} missing): "
+                          "pip install -e '.[train]'")
+
+
 def grpo_fields() -> dict[str, Any]:
+    require_train_extra()
     from trl import GRPOConfig
 
     return {f.name: f for f in dataclasses.fields(GRPOConfig)}
