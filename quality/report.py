@@ -23,6 +23,33 @@ def _funnel(accepted: Sequence[Task], rejected: Sequence[Rejection]) -> dict[str
             "rejected": dict(sorted(Counter(r.gate for r in rejected).items(), key=lambda kv: _gate_rank(kv[0])))}
 
 
+NOT_REACHED = "not reached"  # a gate no task got to: not configured (the LLM gates), or every task fell before it
+
+
+def gate_counts(accepted: Sequence[Task], rejected: Sequence[Rejection]) -> dict[str, Any]:
+    """Every gate, in order: how many candidates it passed and rejected (zeros included), or
+    NOT_REACHED, so "passed everything" and "never checked" read differently."""
+    passed = Counter(gate for task in [*accepted, *(r.task for r in rejected)]
+                     for gate, verdict in task.meta.gates.items() if verdict.passed)
+    by_gate = Counter(r.gate for r in rejected)
+    passed["synthesis"] = len(accepted) + len(rejected) - by_gate["synthesis"]  # every candidate meets it
+    return {gate: {"passed": passed[gate], "rejected": by_gate[gate]} if passed[gate] or by_gate[gate] else NOT_REACHED
+            for gate in sorted({*GATE_ORDER, *by_gate}, key=_gate_rank)}
+
+
+def _sum_gates(funnels: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    total: dict[str, Any] = {}
+    for funnel in funnels:
+        for gate, count in funnel.get("gates", {}).items():
+            if count == NOT_REACHED:
+                total.setdefault(gate, NOT_REACHED)
+                continue
+            now = total.get(gate)
+            now = {"passed": 0, "rejected": 0} if now in (None, NOT_REACHED) else now
+            total[gate] = {"passed": now["passed"] + count["passed"], "rejected": now["rejected"] + count["rejected"]}
+    return total
+
+
 def _gate_rank(gate: str) -> int:
     return GATE_ORDER.index(gate) if gate in GATE_ORDER else len(GATE_ORDER)
 
@@ -35,6 +62,7 @@ def domain_funnel(accepted: Sequence[Task], rejected: Sequence[Rejection], tools
     hardened = [t for t in accepted if t.meta.hardening]
     return {
         **_funnel(accepted, rejected),
+        "gates": gate_counts(accepted, rejected),
         "difficulty": dict(sorted(Counter(t.meta.difficulty for t in accepted).items())),
         "hardened": {"accepted": len(hardened),
                      "share": round(len(hardened) / len(accepted), 3) if accepted else 0.0,
@@ -75,6 +103,7 @@ def totals(domains: dict[str, dict[str, Any]]) -> dict[str, Any]:
             "hardened": hardened,
             "hardened_share": round(hardened / accepted, 3) if accepted else 0.0,
             "rejected": dict(sorted(rejected.items(), key=lambda kv: _gate_rank(kv[0]))),
+            "gates": _sum_gates(list(domains.values())),
             "difficulty": dict(sorted(difficulty.items())),
             "tools": sum(f.get("tools", 0) for f in domains.values()),
             "rows": sum(f.get("rows", 0) for f in domains.values()),
@@ -92,43 +121,48 @@ def funnel_steps(funnel: dict[str, Any]) -> list[tuple[str, int]]:
 
 
 def _plots(report: dict[str, Any], out: Path) -> list[str]:
+    """The funnel as shares (each gate's rejections, % of a domain's candidates: accepted tasks would
+    dwarf them) and the mix of what was kept (difficulty and hardening, % of accepted)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     domains = list(report["domains"])
-    names = []
     fig, ax = plt.subplots(figsize=(9, 4.5))
-    bottom = [0] * len(domains)
-    for gate in ("accepted", *GATE_ORDER):
-        counts = [report["domains"][d]["accepted"] if gate == "accepted" else report["domains"][d]["rejected"].get(gate, 0)
+    bottom = [0.0] * len(domains)
+    for gate in GATE_ORDER:
+        shares = [100 * report["domains"][d]["rejected"].get(gate, 0) / max(report["domains"][d]["candidates"], 1)
                   for d in domains]
-        if any(counts):
-            ax.bar(domains, counts, bottom=bottom, label=gate)
-            bottom = [b + c for b, c in zip(bottom, counts)]
-    ax.set_ylabel("candidates")
-    ax.set_title("Funnel: accepted, and rejected by gate")
-    ax.legend(fontsize=7, ncol=2)
+        if any(shares):
+            ax.bar(domains, shares, bottom=bottom, label=gate)
+            bottom = [b + s for b, s in zip(bottom, shares)]
+    ax.set_ylabel("% of candidates rejected")
+    ax.set_title("Rejections by gate")
+    ax.legend(fontsize=7, ncol=3, loc="upper left", bbox_to_anchor=(1.0, 1.0))
     ax.tick_params(axis="x", rotation=30)
     fig.tight_layout()
     fig.savefig(out / "report_funnel.png", dpi=110, metadata={"Software": None})
-    names.append("report_funnel.png")
     plt.close(fig)
 
     fig, ax = plt.subplots(figsize=(9, 3.5))
-    shares = [100 * report["domains"][d]["coverage"]["share"] for d in domains]
-    ax.bar(domains, shares, color="tab:green")
-    ax.axhline(90, color="grey", linestyle="--", linewidth=1)
+    bottom = [0.0] * len(domains)
+    for level, colour in (("easy", "tab:green"), ("medium", "tab:orange"), ("hard", "tab:red")):
+        shares = [100 * report["domains"][d]["difficulty"].get(level, 0) / max(report["domains"][d]["accepted"], 1)
+                  for d in domains]
+        ax.bar(domains, shares, bottom=bottom, label=level, color=colour)
+        bottom = [b + s for b, s in zip(bottom, shares)]
+    hardened = [100 * report["domains"][d]["hardened"]["share"] for d in domains]
+    ax.plot(domains, hardened, "k_", markersize=18, markeredgewidth=2, label="hardened")
     ax.set_ylim(0, 105)
-    ax.set_ylabel("% of tools in accepted gold")
-    ax.set_title("Tool coverage")
+    ax.set_ylabel("% of accepted tasks")
+    ax.set_title("What was kept: difficulty, and the share hardened")
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))
     ax.tick_params(axis="x", rotation=30)
     fig.tight_layout()
-    fig.savefig(out / "report_coverage.png", dpi=110, metadata={"Software": None})
-    names.append("report_coverage.png")
+    fig.savefig(out / "report_mix.png", dpi=110, metadata={"Software": None})
     plt.close(fig)
-    return names
+    return ["report_funnel.png", "report_mix.png"]
 
 
 def markdown(report: dict[str, Any], out: Path) -> str:
@@ -139,12 +173,17 @@ def markdown(report: dict[str, Any], out: Path) -> str:
              f"{t['hardened']:,} hardened ({t['hardened_share']:.0%}); {t['tools']} tools, {t['rows']:,} rows.", ""]
     for name in _plots(report, out):
         lines += [f"![{name[7:-4]}]({name})", ""]
-    gates = [g for g in GATE_ORDER if any(g in d["rejected"] for d in report["domains"].values())]
-    lines += ["## Funnel", "", "| domain | candidates | " + " | ".join(gates) + " | accepted | hardened | coverage |",
+    reached = report["totals"].get("gates", {})
+    gates = [g for g in GATE_ORDER if reached.get(g, NOT_REACHED) != NOT_REACHED]
+    lines += ["## Funnel", "", "Rejections per gate (every gate that ran, zeros included).", "",
+              "| domain | candidates | " + " | ".join(gates) + " | accepted | hardened | coverage |",
               "|---|" + "---:|" * (len(gates) + 4)]
     for name, d in report["domains"].items():
         lines.append(f"| {name} | {d['candidates']} | " + " | ".join(str(d["rejected"].get(g, 0)) for g in gates)
                      + f" | {d['accepted']} | {d['hardened']['share']:.0%} | {d['coverage']['used']}/{d['coverage']['tools']} |")
+    skipped = [g for g in GATE_ORDER if reached.get(g, NOT_REACHED) == NOT_REACHED]
+    if skipped:
+        lines += ["", f"Not reached by any task: {', '.join(skipped)} (the LLM gates run with `--reference-model`)."]
     lines += ["", "## Difficulty", "", "| domain | " + " | ".join(("easy", "medium", "hard")) + " |", "|---|---:|---:|---:|"]
     for name, d in report["domains"].items():
         lines.append(f"| {name} | " + " | ".join(str(d["difficulty"].get(k, 0)) for k in ("easy", "medium", "hard")) + " |")

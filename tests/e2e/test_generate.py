@@ -43,7 +43,7 @@ def test_generate_writes_the_documented_layout(runs):
     assert "accepted tasks" in proc.stderr
     text = (out / "report.md").read_text()
     assert "## Funnel" in text and "| bank |" in text
-    for plot in ("report_funnel.png", "report_coverage.png"):
+    for plot in ("report_funnel.png", "report_mix.png"):
         assert (out / plot).read_bytes().startswith(b"\x89PNG")
     bank = report["domains"]["bank"]
     assert bank["hardened"]["share"] >= 0.3 and bank["coverage"]["used"] <= bank["coverage"]["tools"]
