@@ -28,6 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from toolscale.pipeline.export import atomic_write
 from toolscale.pipeline.llm import LLMConfig, LLMSynthesizer, merge_reports
 from toolscale.pipeline.synthesizer import OfflineSynthesizer, Synthesizer
+from toolscale.quality.gates import screen
 from toolscale.quality.report import markdown, totals
 
 from . import progress
@@ -74,7 +75,7 @@ class RunConfig(BaseModel):
 
 def synthesizer_for(config: RunConfig) -> Synthesizer:
     if config.backend == "llm":
-        return LLMSynthesizer(config.llm, seed=config.seed, scale=config.scale)
+        return LLMSynthesizer(config.llm, seed=config.seed, scale=config.scale, screen=screen)
     return OfflineSynthesizer(scale=config.scale)
 
 

@@ -229,3 +229,15 @@ def run_gates(tasks: Iterable[Task], env: Environment, gates: Sequence[Gate] | N
         rejected += [Rejection(task=_with_verdicts(t, {**verdicts.pop(id(t)), gate.name: v}), gate=gate.name,
                                reason=v.reason) for t, v in dropped]
     return [_with_verdicts(task, verdicts[id(task)]) for task in passing], rejected
+
+
+def screen(task: Task, env: Environment) -> tuple[str, str] | None:
+    """The first per-task gate `task` fails, as (gate, reason), or None: what a synthesizer can send
+    back to its model for repair before the gate stage would reject the task. The determinism gate's
+    second interpreter and the batch gates (duplicates) run at the gate stage only."""
+    ctx = GateContext(env, task)
+    for gate in default_gates()[0]:
+        verdict = gate.check(ctx)
+        if not verdict.passed:
+            return gate.name, verdict.reason
+    return None

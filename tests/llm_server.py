@@ -16,7 +16,8 @@ faults hit one conversation (a prompt and its repair rounds), so a client that r
 nothing. Two design kinds, not among the defaults, replay what a capable model wrote in the audit
 (notes/audit-2026-12-01/llm_real.md): "bad_gen_hints" gives three tables a column whose template
 cannot fill it (all three at once, as that model's first answer had them), "typed_templates" adds
-the audit's templates that print their numbers and booleans as text (which populate converts).
+the audit's templates that print their numbers and booleans as text (which populate converts); a
+task kind, "unsaid_argument", drops what the user says, so the gold uses values no user told.
 `bodies` keeps every request body, for tests that read the repair prompts.
 
 Run it by hand: `python tests/llm_server.py --port 8011 [--latency 0.05] [--fault-rate 0.3]`.
@@ -46,6 +47,9 @@ TRANSPORT_FAULTS = ("429", "500", "timeout")
 CONTENT_FAULTS = ("malformed_json", "schema_invalid", "hallucinated_tool", "bad_tool_source")
 ALL_FAULTS = TRANSPORT_FAULTS + CONTENT_FAULTS
 DESIGN_FAULTS = ("bad_gen_hints", "typed_templates")
+# The audit's second run (llm_real2.md): a task whose gold replays but uses values the user never
+# says (its model paraphrased a problem description); the realizability gate rejects it.
+TASK_FAULTS = ("unsaid_argument",)
 # A number column whose template prints through blocks, a text column given a number, a boolean
 # given the strings 'true'/'false': the three the audit's model needed three repair rounds for.
 AUDIT_TEMPLATES = [
@@ -121,6 +125,8 @@ def corrupt(kind: str, stage: str, answer: dict[str, Any]) -> str:
         first = answer["intents"][0]
         return json.dumps({"intents": [{**first, "tools": [*first["tools"], "teleport_customer"]},
                                        *answer["intents"][1:]]})
+    if kind == "unsaid_argument" and stage == "task" and answer.get("actions"):
+        return json.dumps({**answer, "known_info": "", "task_instructions": "Ask the agent to sort it out."})
     if kind == "bad_tool_source" and stage == "tools":
         return json.dumps({"source": "import os\n\n" + answer["source"]})
     return json.dumps({"unexpected_field": True, **{k: v for k, v in list(answer.items())[1:]}})
@@ -153,7 +159,7 @@ class LLMTestServer:
         if not self.faults.kinds or (roll % 10_000) / 10_000 >= self.faults.rate:
             return None
         kind = self.faults.kinds[(roll >> 20) % len(self.faults.kinds)]
-        if kind in CONTENT_FAULTS + DESIGN_FAULTS:
+        if kind in CONTENT_FAULTS + DESIGN_FAULTS + TASK_FAULTS:
             conversation = hashlib.sha256(first_prompt.encode()).hexdigest()
             if self._conversation_faults[conversation] >= self.faults.max_per_conversation:
                 return None
@@ -225,7 +231,8 @@ class LLMTestServer:
         stage, answer = staged
         self.stats.by_stage[stage] += 1
         self.stats.answered += 1
-        content = corrupt(kind, stage, answer) if kind in CONTENT_FAULTS + DESIGN_FAULTS else json.dumps(answer)
+        content = (corrupt(kind, stage, answer) if kind in CONTENT_FAULTS + DESIGN_FAULTS + TASK_FAULTS
+                   else json.dumps(answer))
         return self._reply(body, content)
 
     # running -----------------------------------------------------------------------------------

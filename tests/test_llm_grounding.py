@@ -13,7 +13,7 @@ from datetime import timedelta
 import pytest
 
 from llm_answers import sections
-from llm_server import LLMTestServer
+from llm_server import Faults, LLMTestServer
 from toolscale.domains import DomainError, Environment, ToolCompileError, load_domain_text
 from toolscale.domains.answers import answer_form
 from toolscale.domains.matching import appears_in, normalize_text
@@ -24,12 +24,13 @@ from toolscale.pipeline.llm import requests
 from toolscale.pipeline.llm.answers import IntentProposal, IntentsAnswer, TaskAnswer
 from toolscale.pipeline.llm.design import build_intents, spec_yaml, subset_of_tools, with_intents
 from toolscale.pipeline.llm.dialogue import Invalid
-from toolscale.pipeline.llm.examples import builtin, offline_rows
+from toolscale.pipeline.llm.examples import builtin, intent_proposal, offline_rows
 from toolscale.pipeline.llm.rows import Batch, choices, plan
 from toolscale.pipeline.llm.slices import db_slice
 from toolscale.pipeline.llm.synthesizer import anchor_pool
-from toolscale.pipeline.llm.tasks import build_task
-from toolscale.quality.gates import run_gates
+from toolscale.pipeline.llm.harden import anchor_record
+from toolscale.pipeline.llm.tasks import build_task, unbuilt_task
+from toolscale.quality.gates import run_gates, screen
 
 DOMAIN = "bank"
 
@@ -297,3 +298,53 @@ def test_a_slice_shows_the_other_rows_of_the_records_its_anchor_belongs_to():
         for column in (c for c in table.columns if c.references):
             target = column.references.split(".")[0]
             assert all(r[column.name] is None or r[column.name] in keys[target] for r in part[table.name])
+
+
+# the gates screen a task while the model can still repair it -------------------------------
+
+
+def screened_tasks(server: LLMTestServer, screen):
+    config = LLMConfig(base_url=server.base_url, model="toolscale-test", cache_dir=None, backoff_s=0.01,
+                       synthesis=SynthesisOptions(tasks_per_intent=2, anchor_attempts=1, repair_rounds=1))
+    domain, rows = builtin(DOMAIN), offline_rows(DOMAIN)
+    intents = [intent_proposal(i) for i in domain.spec.intents if i.name in ("contact_details_on_file", "change_email")]
+    client = LLMClient(config)
+    try:
+        with Environment.from_rows(with_intents(domain, intents), rows) as env:
+            synth = LLMSynthesizer(config, seed=5, client=client, screen=screen)
+            tasks, rejected = synth.tasks(with_intents(domain, intents), env, rows, 5)
+            gated, gate_rejected = run_gates(tasks, env)
+        return gated, rejected, gate_rejected, synth.report()["stages"]["task"]
+    finally:
+        client.close()
+
+
+def test_a_task_a_gate_would_reject_goes_back_to_the_model_and_is_repaired():
+    """Run B's six realizability rejections got no repair round: the gates ran after synthesis."""
+    faults = Faults(rate=1.0, kinds=("unsaid_argument",), stages=("task",), max_per_conversation=1)
+    with LLMTestServer(faults=faults) as server:
+        unscreened = screened_tasks(server, None)
+    with LLMTestServer(faults=faults) as server:
+        gated, rejected, gate_rejected, usage = screened_tasks(server, screen)
+        repairs = [b["messages"][-1]["content"] for b in server.bodies if len(b["messages"]) > 2]
+    assert unscreened[0] == [] and {r.gate for r in unscreened[2]} == {"realizability"}  # lost at the gate stage
+    assert len(gated) == len(unscreened[2]) == 4 and not gate_rejected and not rejected  # each repaired in one round
+    assert usage["repair_rounds"] == usage["accepted"] == 4 and usage["rejected"] == {}
+    assert all("the realizability check rejects the task: action" in text for text in repairs)
+
+
+def test_a_harden_slice_is_built_around_a_stored_record_the_task_names():
+    """Run C's hardening of a task about a new vaccination got an empty slice: its gold named the
+    pet, not a stored vaccination."""
+    domain, rows = builtin(DOMAIN), offline_rows(DOMAIN)
+    customer = rows["customers"][3]
+    account = next(a for a in rows["accounts"] if a["customer_id"] == customer["customer_id"])
+    task = unbuilt_task(domain, proposal(), "bank.close_account.000", Lineage(backend="llm", seed=0), TaskAnswer(
+        reason_for_call="r", task_instructions="t",
+        actions=[{"name": "find_customer_by_email", "arguments": {"email": customer["email"]}},
+                 {"name": "close_account", "arguments": {"account_id": account["account_id"]}}]))
+    assert anchor_record(task, domain.spec, rows, "customers") == ("accounts", account["account_id"])
+    assert anchor_record(task, domain.spec, rows, "accounts") == ("accounts", account["account_id"])
+    created = task.model_copy(update={"evaluation_criteria": task.evaluation_criteria.model_copy(
+        update={"actions": task.evaluation_criteria.actions[:1]})})
+    assert anchor_record(created, domain.spec, rows, "payees") is None  # an email is no key

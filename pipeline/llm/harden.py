@@ -16,7 +16,7 @@ from toolscale.domains.tasks import Lineage, Task
 from ..instantiate import difficulty_of, write_calls
 from .answers import HardenAnswer, IntentProposal
 from .dialogue import Invalid, Problem
-from .tasks import build_task, unbuilt_task
+from .tasks import Screen, build_task, unbuilt_task
 
 
 def shown_task(task: Task) -> dict[str, Any]:
@@ -29,17 +29,21 @@ def shown_task(task: Task) -> dict[str, Any]:
             "nl_assertions": task.evaluation_criteria.nl_assertions}
 
 
-def anchor_key(task: Task, spec: DomainSpec, table: str) -> Any:
-    """The key of the `table` record the task is about: the first value of that table's primary key
-    among the gold calls' arguments, then their outputs; None if the task never names one."""
-    pk = spec.table(table).primary_key.name
-    for action in task.evaluation_criteria.actions:
-        if action.arguments.get(pk) is not None:
-            return action.arguments[pk]
-    for output in task.meta.expected_outputs:
-        for record in (output if isinstance(output, list) else [output]):
-            if isinstance(record, dict) and record.get(pk) is not None:
-                return record[pk]
+def anchor_record(task: Task, spec: DomainSpec, rows: dict[str, list[dict[str, Any]]],
+                  table: str) -> tuple[str, Any] | None:
+    """(table, key) of the stored record the task is about, to slice the database around: the first
+    key of `table` the gold calls' arguments, then their outputs, name; else the first key of any
+    other table they name (a task about a new vaccination names the pet); None if they name none.
+    Only keys of the initial rows count: a record the gold creates is in no slice."""
+    keys = {t.name: (t.primary_key.name, {r[t.primary_key.name] for r in rows.get(t.name, [])})
+            for t in spec.creation_order()}
+    records = [a.arguments for a in task.evaluation_criteria.actions]
+    records += [r for o in task.meta.expected_outputs for r in (o if isinstance(o, list) else [o]) if isinstance(r, dict)]
+    for name in [table, *(t for t in keys if t != table)]:
+        pk, stored = keys[name]
+        for record in records:
+            if record.get(pk) in stored:
+                return name, record[pk]
     return None
 
 
@@ -49,9 +53,9 @@ def _same_task(a: Task, b: Task) -> bool:
 
 
 def build_hardened(domain: Domain, env: Environment, base: Task, intent: IntentProposal, tools: list[str],
-                   answer: HardenAnswer, lineage: Lineage) -> Task:
+                   answer: HardenAnswer, lineage: Lineage, screen: Screen | None = None) -> Task:
     """The replayed harder variant of `base`, or Invalid saying why it is not one."""
-    task = build_task(domain, env, intent, tools, answer.task, f"{base.id}.hard", lineage)
+    task = build_task(domain, env, intent, tools, answer.task, f"{base.id}.hard", lineage, screen)
     calls = len(task.evaluation_criteria.actions)
     if _same_task(task, base):
         raise Invalid([Problem("unchanged", "the task is the one given: apply at least one of the steps", "task")])

@@ -35,10 +35,10 @@ from .config import LLMConfig, SynthesisOptions
 from .design import build_design, build_intents, build_tools, subset_of_tools, with_intents
 from .dialogue import Outcome, solicit
 from .examples import builtin, intent_proposal
-from .harden import anchor_key, build_hardened, shown_task, unbuilt_variant
+from .harden import anchor_record, build_hardened, shown_task, unbuilt_variant
 from .rows import TableFill, batch_seed, choices, fixed_rows, plan
 from .slices import db_slice
-from .tasks import build_task, unbuilt_task
+from .tasks import Screen, build_task, unbuilt_task
 from .usage import Usage
 
 
@@ -77,8 +77,10 @@ class LLMSynthesizer:
 
     name = "llm"
 
-    def __init__(self, config: LLMConfig, seed: int = 0, scale: float = 1.0, client: LLMClient | None = None) -> None:
+    def __init__(self, config: LLMConfig, seed: int = 0, scale: float = 1.0, client: LLMClient | None = None,
+                 screen: Screen | None = None) -> None:
         self.config = config
+        self.screen = screen  # the quality gates a task must pass, checked while the model can still repair it
         self.seed = seed
         self.scale = scale
         self._client = client
@@ -245,15 +247,13 @@ class LLMSynthesizer:
         rng = random.Random(derive_seed(seed, domain.name, "llm-harden", base.id))
         needed = list(dict.fromkeys([*intent.tools, *(a.name for a in base.evaluation_criteria.actions)]))
         tools = subset_of_tools(domain, needed, self.options.distractor_tools, rng)
-        try:
-            part = db_slice(domain.spec, rows, intent.anchor_table, anchor_key(base, domain.spec, intent.anchor_table),
-                            rng, self.options.slice_rows)
-        except KeyError:  # the task names no record of its anchor table: the model works from its outputs
-            part = {}
+        anchor = anchor_record(base, domain.spec, rows, intent.anchor_table)
+        # a task that names no stored record (seldom): the model works from the task's outputs
+        part = db_slice(domain.spec, rows, *anchor, rng, self.options.slice_rows) if anchor else {}
         request = request_seed(seed, domain.name, "harden", base.id)
         messages = requests.harden(domain, shown_task(base), tools, part, base.id, request)
         out = await self._ask("harden", messages, HardenAnswer, lambda answer, final: build_hardened(
-            domain, env, base, intent, tools, answer, lineage), request)
+            domain, env, base, intent, tools, answer, lineage, self.screen), request)
         if out.ok:
             return out.value
         variant = unbuilt_variant(domain, base, intent, out.last_answer, lineage)
@@ -306,7 +306,7 @@ class LLMSynthesizer:
             task_seed = request_seed(seed, domain.name, intent.name, k, attempt)
             messages = requests.task(domain, intent, tools, part, anchor, k, task_seed)
             out = await self._ask("task", messages, TaskAnswer, lambda answer, final, tools=tools: build_task(
-                domain, env, intent, tools, answer, task_id, lineage), task_seed)
+                domain, env, intent, tools, answer, task_id, lineage, self.screen), task_seed)
             if out.ok:
                 return out.value
             if out.category != "declined":

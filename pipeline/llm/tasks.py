@@ -9,6 +9,7 @@ from the real outputs afterwards, so nothing a task asks the agent to say is mad
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 from typing import Any
 
 from toolscale.domains import Domain, Environment
@@ -53,9 +54,13 @@ def _task(domain: Domain, intent: IntentProposal, task_id: str, lineage: Lineage
                 meta=meta)
 
 
+Screen = Callable[[Task, Environment], tuple[str, str] | None]  # (gate, reason) of the first gate failed
+
+
 def build_task(domain: Domain, env: Environment, intent: IntentProposal, tools: list[str], answer: TaskAnswer,
-               task_id: str, lineage: Lineage) -> Task:
-    """The replayed Task, or Invalid naming the unknown tool, the failing call or the bad reference."""
+               task_id: str, lineage: Lineage, screen: Screen | None = None) -> Task:
+    """The replayed Task, or Invalid naming the unknown tool, the failing call, the bad reference or
+    the quality gate `screen` finds it fails (so the model can repair what the gate stage would reject)."""
     if answer.infeasible is not None:
         raise Declined([Problem("declined", f"the model found no feasible task: {answer.infeasible}")])
     unknown = [(i, a.name) for i, a in enumerate(answer.actions) if a.name not in tools]
@@ -90,8 +95,18 @@ def build_task(domain: Domain, env: Environment, intent: IntentProposal, tools: 
         communicate.append(value)
     if problems:
         raise Invalid(problems[:MAX_PROBLEMS])
-    task = _task(domain, intent, task_id, lineage, answer, actions, communicate, outputs, final_hash)
-    return with_checkable_answers(task)
+    task = with_checkable_answers(_task(domain, intent, task_id, lineage, answer, actions, communicate, outputs,
+                                        final_hash))
+    failed = screen(task, env) if screen else None
+    if failed:
+        gate, reason = failed
+        raise Invalid([Problem(f"gate_{gate}", f"the {gate} check rejects the task: {reason}", GATE_FIELDS.get(gate, ""))])
+    return task
+
+
+# the part of a task answer each gate's complaint is about, for the repair message's grouping
+GATE_FIELDS = {"effect": "communicate", "realizability": "actions", "ambiguity": "known_info", "leakage": "communicate",
+               "wording": "task_instructions", "checkable": "communicate", "policy": "actions", "necessity": "actions"}
 
 
 def unbuilt_task(domain: Domain, intent: IntentProposal, task_id: str, lineage: Lineage,
