@@ -333,7 +333,8 @@ def push(
     dry_run: bool = typer.Option(False, "--dry-run", help="List what would be sent and where; send nothing."),
     out: Path = typer.Option(Path("output"), help="Output directory of a finished run."),
 ) -> None:
-    """Publish OUT/hf to the Hugging Face Hub (HF_ENDPOINT; the token from HF_TOKEN or `hf auth login`)."""
+    """Publish OUT/hf and the τ² packages of OUT/tau2 to the Hugging Face Hub (HF_ENDPOINT; the token from
+    HF_TOKEN or `hf auth login`)."""
     if not re.fullmatch(r"[A-Za-z0-9][\w.-]*/[A-Za-z0-9][\w.-]*", repo):
         _fail_usage(f"--repo must be ORG/NAME, got {repo!r}")
     folder = out / "hf"
@@ -342,18 +343,18 @@ def push(
     configure_prefect()
     from .publish import hub_endpoint, hub_token, push as push_flow, upload_plan
 
-    plan = upload_plan(folder)
+    plan = upload_plan(out)
     target = f"{hub_endpoint()}/datasets/{repo} ({'private' if private else 'public'})"
     if dry_run:
-        for path, size in plan:
-            typer.echo(f"{size:>12,}  {path}")
+        for name, _, size in plan:
+            typer.echo(f"{size:>12,}  {name}")
         typer.echo(f"dry run: would create {target} and upload {len(plan)} files "
-                   f"({sum(size for _, size in plan):,} bytes) in one commit")
+                   f"({sum(size for _, _, size in plan):,} bytes) in one commit")
         return
     if not hub_token():
         _fail_usage("no Hugging Face token: set HF_TOKEN or run `hf auth login`")
     try:
-        result = _run_flow(push_flow, folder, repo, private)
+        result = _run_flow(push_flow, out, repo, private)
     except Exception as exc:  # the Hub's refusal or a network failure: one line, exit 1
         console.print(f"[red]push failed:[/red] {str(exc).splitlines()[0]}")
         raise typer.Exit(1)

@@ -22,7 +22,8 @@ from prefect import flow, task
 from prefect.cache_policies import NO_CACHE
 
 from toolscale.pipeline.export import atomic_write
-from toolscale.pipeline.hf import TEST_FRACTION, Run, read_run, render_card, write_dataset
+from toolscale.pipeline.card import render_card, with_repo_id
+from toolscale.pipeline.hf import TEST_FRACTION, Run, read_run, write_dataset
 from toolscale.pipeline.tau2 import write_packages
 from toolscale.quality.stats import dataset_stats
 
@@ -54,6 +55,7 @@ def build_hf(run: Run, test_fraction: float = TEST_FRACTION) -> dict[str, Any]:
     counts, fingerprint = write_dataset(run, tmp, test_fraction)
     stats = dataset_stats(tmp)
     atomic_write(tmp / "README.md", render_card(run, counts, stats, fingerprint))
+    atomic_write(tmp / "report.json", json.dumps(stable_report(run.report), indent=1, sort_keys=True) + "\n")
     _swap_in(tmp, final)
     return {"rows": counts, "fingerprint": fingerprint, **stats}
 
@@ -71,16 +73,22 @@ PUBLISHED = Path(".toolscale") / "published.json"
 _RUN_ONLY = ("timings_s", "stages", "dataset")  # report fields that differ between runs of the same data
 
 
+def stable_report(report: dict[str, Any]) -> dict[str, Any]:
+    """The run's report without what differs between runs of the same data (timings): the copy
+    published beside the data, and part of the publication's key."""
+    stable = {k: v for k, v in report.items() if k not in _RUN_ONLY}
+    stable["domains"] = {name: {k: v for k, v in entry.items() if k not in _RUN_ONLY}
+                         for name, entry in stable.get("domains", {}).items()}
+    return stable
+
+
 def publication_key(out: Path, test_fraction: float = TEST_FRACTION) -> str:
     """What OUT/hf and OUT/tau2 are made from: every file of the finished domains, the report
     without its timings (the card shows the funnel), the test fraction and the publishing code."""
     run = read_run(out)
-    report = {k: v for k, v in run.report.items() if k not in _RUN_ONLY}
-    report["domains"] = {name: {k: v for k, v in entry.items() if k not in _RUN_ONLY}
-                         for name, entry in report.get("domains", {}).items()}
-    blob = {"report": report, "test_fraction": test_fraction,
+    blob = {"report": stable_report(run.report), "test_fraction": test_fraction,
             "files": files_digest(out, [p for name in run.names for p in (out / name).rglob("*") if p.is_file()]),
-            "code": code_digest(build_hf, ["toolscale.pipeline.hf", "toolscale.pipeline.tau2",
+            "code": code_digest(build_hf, ["toolscale.pipeline.hf", "toolscale.pipeline.card", "toolscale.pipeline.tau2",
                                            "toolscale.quality.stats"])}
     return json_digest(blob)
 
@@ -163,27 +171,38 @@ def hub_token() -> str | None:
     return get_token()
 
 
-def upload_plan(folder: Path) -> list[tuple[str, int]]:
-    """(path in the repo, size in bytes) of every file `push` would send, sorted."""
-    return sorted((p.relative_to(folder).as_posix(), p.stat().st_size) for p in folder.rglob("*")
-                  if p.is_file() and not any(part.startswith(".") for part in p.relative_to(folder).parts))
+def upload_plan(out: Path) -> list[tuple[str, Path, int]]:
+    """(path in the repo, local file, size in bytes) of every file `push` sends, sorted: the dataset
+    folder OUT/hf at the repo's root and the τ²-bench packages OUT/tau2 under tau2/ (hidden files and
+    caches left out)."""
+    plan = []
+    for folder, prefix in ((out / "hf", ""), (out / "tau2", "tau2/")):
+        for path in folder.rglob("*") if folder.is_dir() else ():
+            parts = path.relative_to(folder).parts
+            if path.is_file() and not any(p.startswith(".") or p == "__pycache__" for p in parts):
+                plan.append((prefix + "/".join(parts), path, path.stat().st_size))
+    return sorted(plan)
 
 
 @task(name="upload", cache_policy=NO_CACHE, retries=2, retry_delay_seconds=[5, 30])
-def upload_stage(folder: Path, repo_id: str, private: bool) -> dict[str, str]:
-    from huggingface_hub import HfApi
+def upload_stage(out: Path, repo_id: str, private: bool) -> dict[str, str]:
+    """Create the repo if needed and commit the plan in one commit, the card naming `repo_id`."""
+    from huggingface_hub import CommitOperationAdd, HfApi
 
     api = HfApi(endpoint=hub_endpoint(), token=hub_token())
     repo_url = api.create_repo(repo_id, repo_type="dataset", private=private, exist_ok=True)
-    commit = api.upload_folder(folder_path=str(folder), repo_id=repo_id, repo_type="dataset",
-                               commit_message="Publish toolscale dataset", ignore_patterns=[".*", "**/.*"])
+    operations = [CommitOperationAdd(path_in_repo=name, path_or_fileobj=with_repo_id(
+                      path.read_text(encoding="utf-8"), repo_id).encode() if name == "README.md" else str(path))
+                  for name, path, _ in upload_plan(Path(out))]
+    commit = api.create_commit(repo_id=repo_id, repo_type="dataset", operations=operations,
+                               commit_message="Publish toolscale dataset")
     return {"repo_url": str(repo_url), "commit_url": commit.commit_url}
 
 
 @flow(name="push")
-def push(folder: Path, repo_id: str, private: bool = False) -> dict[str, str]:
-    """Create the dataset repo (if needed) and upload the dataset folder to it in one commit."""
-    return upload_stage(folder, repo_id, private)
+def push(out: Path, repo_id: str, private: bool = False) -> dict[str, str]:
+    """Create the dataset repo (if needed) and upload the run's dataset and τ² packages to it in one commit."""
+    return upload_stage(out, repo_id, private)
 
 
 __all__ = ["build_hf", "build_tau2", "hub_endpoint", "hub_token", "mark_published", "publication_key", "publish",

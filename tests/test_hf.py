@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.metadata
 import json
 import os
 import shutil
@@ -215,8 +216,16 @@ def test_the_card_carries_configs_statistics_funnel_and_usage(out):
     for name in DOMAINS:
         funnel = report["domains"][name]
         assert f"| {name} | {funnel['candidates']:,} | {funnel['accepted']:,} |" in card
-    for heading in ("## Statistics", "## Quality funnel", "## Load", "## Replay a task"):
+    for heading in ("## Statistics", "## Quality funnel", "## Load", "## Replay a task", "## Limitations",
+                    "## Personal data", "## Citation"):
         assert heading in card
+    assert "arXiv:2511.21689" in card and "arXiv:2506.07982" in card  # ToolOrchestra and τ²-bench
+    assert f"toolscale {importlib.metadata.version('toolscale')} with the `offline` backend" in card
+    rows = {(c["config_name"], s["name"]): s["num_examples"] for c in header["dataset_info"] for s in c["splits"]}
+    for split in SPLITS:  # split sizes: a stale cache fails loudly rather than hand back other rows
+        assert rows["tasks", split] == pq.ParquetFile(data_file(out / "hf", "tasks", split)).metadata.num_rows
+    beside = json.loads((out / "hf" / "report.json").read_text())  # the run's report, uploaded with the data
+    assert beside["domains"].keys() == report["domains"].keys() and "timings_s" not in beside
 
 
 def test_an_output_folder_is_read_by_split_as_the_dataset_is_published(out):

@@ -100,6 +100,12 @@ def test_push_sends_the_dataset_folder_to_hf_endpoint(out, tmp_path):
         "/api/repos/create", "/api/validate-yaml", "/api/datasets/acme/toolscale-tasks/preupload/main",
         "/api/datasets/acme/toolscale-tasks/commit/main"]
     assert hub.repos["acme/toolscale-tasks"]["visibility"] == "private"
-    local = {p.relative_to(out / "hf").as_posix(): p.read_bytes() for p in (out / "hf").rglob("*") if p.is_file()}
-    assert hub.committed_files("acme/toolscale-tasks") == local
+    sent = hub.committed_files("acme/toolscale-tasks")
+    card = sent.pop("README.md").decode()
+    assert 'load_dataset("acme/toolscale-tasks", "tasks")' in card and "ORG/NAME" not in card
+    local = {p.relative_to(out / "hf").as_posix(): p.read_bytes() for p in (out / "hf").rglob("*")
+             if p.is_file() and p.name != "README.md"}
+    local |= {"tau2/" + p.relative_to(out / "tau2").as_posix(): p.read_bytes() for p in (out / "tau2").rglob("*")
+              if p.is_file() and "__pycache__" not in p.parts}
+    assert sent == local and "report.json" in sent and "tau2/bank/tasks.json" in sent
     hub.server.shutdown()
