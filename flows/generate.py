@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
-from prefect import flow, task
+from prefect import flow, tags, task
 from prefect.cache_policies import NO_CACHE
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -145,8 +145,10 @@ def build_domain(name: str, config: RunConfig, todo: list[str]) -> dict[str, Any
 
 @task(name="domain", task_run_name="domain-{name}", cache_policy=NO_CACHE)
 def run_domain(name: str, config: RunConfig, todo: list[str]) -> dict[str, Any]:
-    """A domain's subflow as a task, so the task runner can run domains side by side."""
-    return build_domain(name, config, todo)
+    """A domain's subflow as a task, so the task runner can run domains side by side; tagged with
+    its domain (it inherits the run's seed and backend tags)."""
+    with tags(f"domain:{name}"):
+        return build_domain(name, config, todo)
 
 
 @flow(name="generate")
@@ -244,7 +246,14 @@ def run_generation(config: RunConfig) -> dict[str, Any]:
         return finish_run(config, {}, {}, start)
     runner = task_runner(config.runner, domains=sum(1 for todo in plan.values() if todo),
                          io_bound=config.backend != "offline")
-    return generate.with_options(task_runner=runner)(config, plan)
+    with tags(f"seed:{config.seed}", f"backend:{config.backend}"):  # a Prefect UI filters runs by them
+        return generate.with_options(task_runner=runner, flow_run_name=run_name(config))(config, plan)
+
+
+def run_name(config: RunConfig) -> str:
+    """generate-<seed>-<domains>: what a Prefect UI lists the run as (random names otherwise)."""
+    domains = "+".join(config.domains) if len(config.domains) <= 3 else f"{len(config.domains)}-domains"
+    return f"generate-{config.seed}-{domains}"
 
 
 def settings_of(out: Path, domain: str) -> dict[str, Any]:

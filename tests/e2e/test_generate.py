@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -31,6 +32,17 @@ def runs(tmp_path_factory):
         assert proc.returncode == 0, proc.stderr[-3000:]
         results[name] = (work / name, proc)
     return results
+
+
+def test_prefect_lists_the_runs_by_name_with_their_seed_backend_and_domain_tags(runs):
+    """A Prefect UI showed random run names and no tags to filter by (notes/audit-2026-12-01/ecosystem.md)."""
+    out, _ = runs["a"]
+    database = Path(os.environ["PREFECT_HOME"]) / "prefect.db"  # the ephemeral server's (tests/conftest.py)
+    with sqlite3.connect(database) as db:
+        flows = [(name, set(json.loads(run_tags))) for name, run_tags in db.execute("select name, tags from flow_run")]
+    assert any(name == "generate-11-bank" and {"seed:11", "backend:offline"} <= t for name, t in flows)
+    assert any(name == "build-bank" and {"seed:11", "backend:offline", "domain:bank"} <= t for name, t in flows)
+    assert any(name == "generate-12-bank" and "seed:12" in t for name, t in flows)
 
 
 def test_generate_writes_the_documented_layout(runs):
