@@ -3,7 +3,9 @@
     python bench/replay.py [--domain bank] [--rounds 5] [--profile] [--vs OTHER/domains]
 
 Prints medians over rounds: tasks/s and actions/s for "fork + replay every gold action + state
-hash", the cost of one fork(), and of one tool call. With --profile, where the time goes. With
+hash", the cost of one fork(), and of one tool call; and the same replay over the exported τ²-bench
+package's runtime (DictTools, the dict store vendored into every package), paired round by round
+with the SQL one. With --profile, where the time goes. With
 --vs, the `domains/` folder of another checkout (say, main before a change) replays the same tasks
 in the same process, its rounds alternating with these, and the median paired ratio is printed.
 """
@@ -22,6 +24,7 @@ import time
 from pathlib import Path
 
 from toolscale.domains import Environment, replay
+from toolscale.domains.dictdb import DictTools
 from toolscale.pipeline.synthesizer import OfflineSynthesizer
 from toolscale.quality.gates import run_gates
 
@@ -32,6 +35,15 @@ def replay_all(env, tasks, replay=replay) -> None:
             results = replay(fork, task.gold_calls())
             if not all(r.ok for r in results) or fork.state_hash() != task.meta.final_state_hash:
                 raise SystemExit(f"{task.id} did not replay cleanly")
+
+
+def replay_all_dict(tools, tasks) -> None:
+    """replay_all over the exported packages' runtime: the same tools over plain dicts."""
+    for task in tasks:
+        fork = tools.fork()
+        if any(fork.call(name, args)["error"] is not None for name, args in task.gold_calls()) \
+                or fork.state_hash() != task.meta.final_state_hash:
+            raise SystemExit(f"{task.id} did not replay cleanly over dicts")
 
 
 def other_environment(folder: Path, domain, rows):
@@ -66,8 +78,13 @@ def main() -> None:
     print(f"{args.domain}: {sum(map(len, rows.values())):,} rows, {len(tasks)} tasks, {actions} gold actions")
 
     other = other_environment(args.vs, domain, rows) if args.vs else None
-    rounds, other_rounds = [], []
+    models = {name: spec.args_model for name, spec in domain.toolkit.specs.items()}
+    dict_tools = DictTools(domain.spec, domain.toolkit.source, rows, models)
+    rounds, other_rounds, dict_rounds = [], [], []
     for _ in range(args.rounds):
+        start = time.perf_counter()
+        replay_all_dict(dict_tools, tasks)
+        dict_rounds.append(time.perf_counter() - start)
         if other is not None:
             start = time.perf_counter()
             replay_all(other, tasks, other.replay)
@@ -83,6 +100,9 @@ def main() -> None:
     median = statistics.median(rounds)
     print(f"replay:  {len(tasks) / median:8.0f} tasks/s  {actions / median:8.0f} actions/s  "
           f"(median of {args.rounds} rounds, {median * 1000:.0f} ms per round)")
+    ratios = [d / s for s, d in zip(rounds, dict_rounds)]
+    print(f"package: {len(tasks) / statistics.median(dict_rounds):8.0f} tasks/s over dicts; dicts / SQL, median of "
+          f"{len(ratios)} paired rounds: {statistics.median(ratios):.2f} (min {min(ratios):.2f}, max {max(ratios):.2f})")
 
     fork_times = []
     for _ in range(args.rounds):

@@ -101,6 +101,23 @@ class DictRecords(RecordStore):
                                       for r in rows.get(table.name, [])}
         self.journal: list[tuple[str, Any, dict[str, Any] | None]] = []  # (table, key, row before) per write
         self.digest = self.full_digest()
+        # (table, column) -> {stored value: keys}: built when `find` first filters on the column, dropped
+        # when the table is written; never changed once built, so copies share them
+        self._indexes: dict[tuple[str, str], dict[Any, list[Any]]] = {}
+
+    def _index(self, table: str, column: str) -> dict[Any, list[Any]]:
+        index = self._indexes.get((table, column))
+        if index is None:
+            index = {}
+            for key, row in self._rows[table].items():
+                if row[column] is not None:
+                    index.setdefault(row[column], []).append(key)
+            self._indexes[table, column] = index
+        return index
+
+    def _written(self, table: str) -> None:
+        for name in [k for k in self._indexes if k[0] == table]:
+            del self._indexes[name]
 
     # reading ----------------------------------------------------------------------------
     def _fetch(self, table: str, key: Any) -> dict[str, Any] | None:
@@ -122,8 +139,13 @@ class DictRecords(RecordStore):
         nulls = tuple(c for c in columns if where[c] is None)
         bound = [c for c in columns if c not in nulls]
         probes = {c: _probe(types[c], _bound(where[c], i + 1)) for i, c in enumerate(bound)}
-        found = [r for r in self._rows[table].values()
-                 if all(r[c] is None for c in nulls) and all(_equal(r[c], probes[c]) for c in bound)]
+        rows = self._rows[table]
+        if bound:  # the rows holding the first column's value, by its index (a dict equals as _equal does)
+            first = bound[0]
+            pool = [rows[k] for k in self._index(table, first).get(probes[first], ())]
+        else:
+            pool = rows.values()
+        found = [r for r in pool if all(r[c] is None for c in nulls) and all(_equal(r[c], probes[c]) for c in bound)]
         pk = spec.primary_key.name
         found.sort(key=lambda r: _sort_key(r[pk]))
         if order:
@@ -148,7 +170,8 @@ class DictRecords(RecordStore):
             value = stored[col.name]
             if col.name not in changed or value is None:
                 continue
-            if value in rows if col is pk else any(k != key and _equal(r[col.name], value) for k, r in rows.items()):
+            if value in rows if col is pk else any(
+                    k != key and _equal(rows[k][col.name], value) for k in self._index(spec.name, col.name).get(value, ())):
                 return f"UNIQUE constraint failed: {spec.name}.{col.name}"
         for col in spec.columns:
             if col.references and col.name in changed and stored[col.name] is not None:
@@ -169,11 +192,13 @@ class DictRecords(RecordStore):
             raise ToolError(self._explain(spec, row, message))
         self.journal.append((spec.name, key, old))
         self._rows[spec.name][key] = stored
+        self._written(spec.name)
         self.digest = (self.digest + row_hash(spec.name, stored) - (row_hash(spec.name, old) if old else 0)) % DIGEST_MOD
 
     def _remove(self, spec: Table, old: dict[str, Any]) -> None:
         pk = old[spec.primary_key.name]
         self.journal.append((spec.name, pk, self._rows[spec.name].pop(pk)))
+        self._written(spec.name)
         self.digest = (self.digest - row_hash(spec.name, old)) % DIGEST_MOD
 
     def _top_key(self, spec: Table) -> Any:
@@ -194,7 +219,7 @@ class DictRecords(RecordStore):
         twin._spec, twin._tables = self._spec, self._tables
         twin._rows = {table: dict(rows) for table, rows in self._rows.items()}
         twin.next_keys, twin.read_only, twin.journal = dict(self.next_keys), False, []
-        twin.digest = self.digest
+        twin.digest, twin._indexes = self.digest, dict(self._indexes)
         return twin
 
     def undo(self) -> None:
@@ -204,6 +229,7 @@ class DictRecords(RecordStore):
                 self._rows[table].pop(key, None)
             else:
                 self._rows[table][key] = before
+            self._written(table)
         self.journal.clear()
 
     def full_digest(self) -> int:
