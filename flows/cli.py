@@ -21,7 +21,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from toolscale.domains import DomainError, available_domains, builtin_domain
+from toolscale.domains import DomainError, available_domains, builtin_domain, load_domain
 
 from . import progress
 from .runners import RunnerError, parse_runner
@@ -75,15 +75,33 @@ def _check_out(out: Path) -> None:
         _fail_usage(f"--out {out} cannot be written: {exc.strerror or exc}")
 
 
-def _check_scale(scale: float, offline: Iterable[str] = ()) -> None:
+def _check_scale(scale: float, offline: Iterable[str] = (), folders: dict[str, str] | None = None) -> None:
     """Exit 2 when `scale` is not finite, or when the offline populator would make more rows at that scale
-    than a table or a database may hold in one of the `offline` domains. (An LLM designs its own tables.)"""
+    than a table or a database may hold in one of the `offline` domains (built in, or read from `folders`).
+    (An LLM designs its own tables.)"""
     if not math.isfinite(scale):
         _fail_usage(f"--scale must be a finite number, got {scale}")
+    folders = folders or {}
     for name in offline if scale > 1 else ():  # a spec loads only if it fits at scale 1, so it fits below
-        problem = builtin_domain(name).spec.size_problem(scale)
+        spec = (load_domain(folders[name]) if name in folders else builtin_domain(name)).spec
+        problem = spec.size_problem(scale)
         if problem is not None:
             _fail_usage(f"--scale {scale:g}: {name}: {problem[1]}")
+
+
+def _domain_folders(paths: list[Path] | None) -> dict[str, str]:
+    """{domain name: absolute folder} for `--domain-dir`s; exits 2 naming a folder that does not load or
+    whose name is taken."""
+    folders: dict[str, str] = {}
+    for path in paths or []:
+        try:
+            name = load_domain(path).name
+        except DomainError as exc:
+            _fail_usage(f"--domain-dir {path}: {str(exc).splitlines()[0]}")
+        if name in available_domains() or name in folders:
+            _fail_usage(f"--domain-dir {path}: domain {name!r} is already {'built in' if name in available_domains() else 'given'}")
+        folders[name] = str(Path(path).resolve())
+    return folders
 
 
 def _run_flow(fn, *args):
@@ -130,19 +148,26 @@ def generate(
     reference_base_url: str | None = typer.Option(None, help=LLM_HELP["reference_base_url"]),
     reference_trials: int = typer.Option(3, min=1, help=LLM_HELP["reference_trials"]),
     reference_judge: bool = typer.Option(False, "--reference-judge", help=LLM_HELP["reference_judge"]),
+    domain_dir: list[Path] | None = typer.Option(None, "--domain-dir", help="A hand-written domain folder "
+                                                 "(domain.yaml, tools.py, policy.md), built like a built-in "
+                                                 "domain; repeatable. Without --domains only these are built."),
 ) -> None:
     """Generate databases, tools and quality-gated tasks for the domains (resuming an interrupted run)."""
     backend, llm = _backend(backend, llm_base_url, model, llm_config)
     reference = _reference(reference_model, reference_base_url, llm_base_url, reference_trials, reference_judge)
-    names = _domain_list(domains)
+    folders = _domain_folders(domain_dir)
+    if folders and backend != "offline":
+        _fail_usage("--domain-dir builds a hand-written domain with the offline backend (an LLM designs its own)")
+    names = _domain_list(domains) if domains or not folders else []
+    names += [name for name in folders if name not in names]
     _check_runner(runner)
-    _check_scale(scale, names if backend == "offline" else [])
+    _check_scale(scale, names if backend == "offline" else [], folders)
     _check_out(out)
     configure_prefect()
     from .generate import RunConfig  # imports Prefect: after configure_prefect
 
-    _execute(RunConfig(domains=names, seed=seed, out=out, backend=backend, llm=llm, scale=scale, refresh=refresh,
-                       runner=runner, reference=reference))
+    _execute(RunConfig(domains=names, domain_dirs=folders, seed=seed, out=out, backend=backend, llm=llm, scale=scale,
+                       refresh=refresh, runner=runner, reference=reference))
 
 
 def _reference(model: str | None, base_url: str | None, llm_base_url: str | None, trials: int, judge: bool):

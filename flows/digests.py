@@ -117,8 +117,11 @@ def code_digest(function: Callable[..., Any], modules: Iterable[str], prompts: b
     return _digest("\n".join(parts))
 
 
-def source_digest(domain: str) -> str:
-    """The digest of a built-in domain's folder ("" for a domain that is designed, not read)."""
+def source_digest(domain: str, folder: str | None = None) -> str:
+    """The digest of the domain's folder: a hand-written one (`--domain-dir`), else the built-in one
+    ("" for a domain that is designed, not read)."""
+    if folder is not None:
+        return _tree_digest(Path(folder))
     return _tree_digest(BUILTIN_DIR / domain) if domain in BUILTIN_DOMAINS else ""
 
 

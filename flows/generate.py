@@ -45,8 +45,11 @@ class RunConfig(BaseModel):
     recorded in report.json, so keep secrets out of it (add them to RUN_ONLY)."""
 
     model_config = ConfigDict(extra="forbid")
-    RUN_ONLY: ClassVar[set[str]] = {"domains", "out", "runner", "refresh", "merge"}
+    RUN_ONLY: ClassVar[set[str]] = {"domains", "domain_dirs", "out", "runner", "refresh", "merge"}
     domains: list[str] = Field(min_length=1)
+    domain_dirs: dict[str, str] = Field(default_factory=dict, description=(
+        "domain name -> a hand-written domain folder, built like a built-in domain (offline); its content, "
+        "not its path, keys the artifacts"))
     seed: int = 0
     out: Path = Path("output")
     backend: Literal["offline", "llm"] = "offline"
@@ -61,6 +64,8 @@ class RunConfig(BaseModel):
     def _llm_configured(self) -> "RunConfig":
         if self.backend == "llm" and self.llm is None:
             raise ValueError("the llm backend needs an llm config (base_url and model)")
+        if self.backend == "llm" and self.domain_dirs:
+            raise ValueError("a domain folder is built by the offline backend (an LLM designs its own domains)")
         return self
 
     @field_validator("runner")
@@ -76,7 +81,7 @@ class RunConfig(BaseModel):
 def synthesizer_for(config: RunConfig) -> Synthesizer:
     if config.backend == "llm":
         return LLMSynthesizer(config.llm, seed=config.seed, scale=config.scale, screen=screen)
-    return OfflineSynthesizer(scale=config.scale)
+    return OfflineSynthesizer(scale=config.scale, folders=config.domain_dirs)
 
 
 def domain_work(name: str, config: RunConfig) -> DomainWork:

@@ -207,9 +207,10 @@ BASE_CODE = ("toolscale.flows.store", "toolscale.domains")
 
 
 def stage_keys(domain: str, settings: dict[str, Any], synth: Any) -> dict[str, str]:
-    """Every stage's key for `domain` under `settings`, computed before anything runs."""
+    """Every stage's key for `domain` under `settings`, computed before anything runs (a domain
+    read from a folder is keyed by the folder's content, not its path)."""
     keys: dict[str, str] = {}
-    upstream = source_digest(domain)
+    upstream = source_digest(domain, getattr(synth, "folders", {}).get(domain))
     prompted = getattr(synth, "name", "") != "offline"  # the offline backend reads no prompts
     later = {name for stage in STAGES for name in stage.own_settings}
     for stage in STAGES:

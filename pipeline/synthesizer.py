@@ -1,6 +1,7 @@
 """Synthesizer backends: one method per stage, so the flow does not care who writes the data.
 
-`OfflineSynthesizer` is deterministic and needs no network: it reads the built-in domain specs,
+`OfflineSynthesizer` is deterministic and needs no network: it reads the built-in domain specs (or a
+hand-written domain folder),
 fills databases from the column hints and instantiates tasks from the intents' templates.
 `LLMSynthesizer` (pipeline/llm/) runs every stage through an OpenAI-compatible endpoint.
 """
@@ -9,7 +10,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from toolscale.domains import Domain, Environment, builtin_domain
+from toolscale.domains import Domain, Environment, builtin_domain, load_domain
 from toolscale.domains.tasks import Rejection, Task
 
 from .harden import harden
@@ -35,11 +36,12 @@ class OfflineSynthesizer:
 
     name = "offline"
 
-    def __init__(self, scale: float = 1.0) -> None:
+    def __init__(self, scale: float = 1.0, folders: dict[str, str] | None = None) -> None:
         self.scale = scale
+        self.folders = folders or {}  # domain name -> a hand-written domain folder (`--domain-dir`)
 
     def design(self, name: str) -> Domain:
-        return builtin_domain(name)
+        return load_domain(self.folders[name]) if name in self.folders else builtin_domain(name)
 
     def populate(self, domain: Domain, seed: int) -> Rows:
         return populate(domain.spec, seed, self.scale)
