@@ -138,8 +138,9 @@ def _plots(report: dict[str, Any], out: Path) -> list[str]:
             ax.bar(domains, shares, bottom=bottom, label=gate)
             bottom = [b + s for b, s in zip(bottom, shares)]
     ax.set_ylabel("% of candidates rejected")
-    ax.set_title("Rejections by gate")
-    ax.legend(fontsize=7, ncol=3, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    ax.set_title("Rejections by gate" if any(bottom) else "Rejections by gate: none")
+    if any(bottom):
+        ax.legend(fontsize=7, ncol=3, loc="upper left", bbox_to_anchor=(1.0, 1.0))
     ax.tick_params(axis="x", rotation=30)
     fig.tight_layout()
     fig.savefig(out / "report_funnel.png", dpi=110, metadata={"Software": None})

@@ -348,3 +348,16 @@ def test_a_harden_slice_is_built_around_a_stored_record_the_task_names():
     created = task.model_copy(update={"evaluation_criteria": task.evaluation_criteria.model_copy(
         update={"actions": task.evaluation_criteria.actions[:1]})})
     assert anchor_record(created, domain.spec, rows, "payees") is None  # an email is no key
+
+
+def test_a_scaled_down_population_still_has_the_rows_the_designs_fixed_rows_point_at():
+    """Run E's six fixed reservations named members 7 to 12 and were dropped: only six members were asked for."""
+    spec = builtin(DOMAIN).spec
+    customers = spec.table("customers")
+    assert sum(b.count for b in plan(spec, customers, {}, 8, 8, 0.05, random.Random(0))) < 40
+    payees = spec.table("payees")  # a fixed payee of customer 40
+    payee = {**{c.name: None for c in payees.columns}, "customer_id": f"{customers.id_prefix}{40:06d}"}
+    patched = spec.model_copy(update={"tables": [t.model_copy(update={"data": [*t.data, payee]}) if t is payees else t
+                                                 for t in spec.tables]})
+    batches = plan(patched, patched.table("customers"), {}, 8, 8, 0.05, random.Random(0))
+    assert len(customers.data) + sum(b.count for b in batches) == 40
