@@ -21,14 +21,14 @@ from toolscale.domains.tasks import Lineage
 from toolscale.domains.toolkit import build_toolkit
 from toolscale.pipeline.llm import LLMClient, LLMConfig, LLMSynthesizer, SynthesisOptions
 from toolscale.pipeline.llm import requests
-from toolscale.pipeline.llm.answers import IntentProposal, IntentsAnswer, TaskAnswer
+from toolscale.pipeline.llm.answers import HardenAnswer, IntentProposal, IntentsAnswer, TaskAnswer
 from toolscale.pipeline.llm.design import build_intents, spec_yaml, subset_of_tools, with_intents
 from toolscale.pipeline.llm.dialogue import Invalid
 from toolscale.pipeline.llm.examples import builtin, intent_proposal, offline_rows
 from toolscale.pipeline.llm.rows import Batch, choices, plan
 from toolscale.pipeline.llm.slices import db_slice
 from toolscale.pipeline.llm.synthesizer import anchor_pool
-from toolscale.pipeline.llm.harden import anchor_record
+from toolscale.pipeline.llm.harden import anchor_record, build_hardened
 from toolscale.pipeline.llm.tasks import build_task, unbuilt_task
 from toolscale.quality.gates import run_gates, screen
 
@@ -361,3 +361,28 @@ def test_a_scaled_down_population_still_has_the_rows_the_designs_fixed_rows_poin
                                                  for t in spec.tables]})
     batches = plan(patched, patched.table("customers"), {}, 8, 8, 0.05, random.Random(0))
     assert len(customers.data) + sum(b.count for b in batches) == 40
+
+
+def test_a_hardened_variant_is_screened_as_the_variant_it_becomes(library_tasks):
+    """Run G: a read task composed with a write was refused for 'meta.kind is read but the gold changes
+    the state', a kind the variant takes only after the screen had run."""
+    seen = []
+
+    def record(task, env):
+        seen.append(task.meta.kind)
+        return None
+
+    env, tasks = library_tasks
+    writes = tasks[0]
+    base = writes.model_copy(update={"meta": writes.meta.model_copy(update={"kind": "read"})})  # as its intent says
+    text = base.user_scenario.instructions
+    answer = HardenAnswer(steps=["distractor"], task=TaskAnswer(
+        reason_for_call=text.reason_for_call, known_info=text.known_info or "",
+        task_instructions=f"{text.task_instructions} You mention the weather first.",
+        actions=[{"name": n, "arguments": a} for n, a in base.gold_calls()]))
+    domain = env.domain
+    intent = IntentProposal(name=base.meta.intent, description="d", kind="read",
+                            anchor_table=domain.spec.tables[0].name, tools=list(domain.toolkit.specs))
+    variant = build_hardened(domain, env, base, intent, list(domain.toolkit.specs), answer,
+                             Lineage(backend="llm", seed=0), record)
+    assert variant.meta.kind == "write" and seen == ["write"]

@@ -16,7 +16,7 @@ from toolscale.domains.tasks import Lineage, Task
 from ..instantiate import difficulty_of, write_calls
 from .answers import HardenAnswer, IntentProposal
 from .dialogue import Invalid, Problem
-from .tasks import Screen, build_task, unbuilt_task
+from .tasks import Screen, build_task, gate_problem, unbuilt_task
 
 
 def shown_task(task: Task) -> dict[str, Any]:
@@ -54,15 +54,20 @@ def _same_task(a: Task, b: Task) -> bool:
 
 def build_hardened(domain: Domain, env: Environment, base: Task, intent: IntentProposal, tools: list[str],
                    answer: HardenAnswer, lineage: Lineage, screen: Screen | None = None) -> Task:
-    """The replayed harder variant of `base`, or Invalid saying why it is not one."""
-    task = build_task(domain, env, intent, tools, answer.task, f"{base.id}.hard", lineage, screen)
+    """The replayed harder variant of `base`, or Invalid saying why it is not one (screened as the
+    variant it becomes: its kind follows what its gold does, not the base intent's)."""
+    task = build_task(domain, env, intent, tools, answer.task, f"{base.id}.hard", lineage)
     calls = len(task.evaluation_criteria.actions)
     if _same_task(task, base):
         raise Invalid([Problem("unchanged", "the task is the one given: apply at least one of the steps", "task")])
     if "composition" in answer.steps and calls <= len(base.evaluation_criteria.actions):
         raise Invalid([Problem("not_composed", f"a composition adds a second request, but the gold has {calls} "
                                                f"actions, as many as the original's or fewer", "steps")])
-    return _as_variant(domain, base, task, answer.steps)
+    variant = _as_variant(domain, base, task, answer.steps)
+    failed = screen(variant, env) if screen else None
+    if failed:
+        raise Invalid([gate_problem(*failed)])
+    return variant
 
 
 def _as_variant(domain: Domain, base: Task, task: Task, steps: list[str]) -> Task:

@@ -99,9 +99,13 @@ def build_task(domain: Domain, env: Environment, intent: IntentProposal, tools: 
                                         final_hash))
     failed = screen(task, env) if screen else None
     if failed:
-        gate, reason = failed
-        raise Invalid([Problem(f"gate_{gate}", f"the {gate} check rejects the task: {reason}", GATE_FIELDS.get(gate, ""))])
+        raise Invalid([gate_problem(*failed)])
     return task
+
+
+def gate_problem(gate: str, reason: str) -> Problem:
+    """A quality gate's rejection as a problem the model can repair."""
+    return Problem(f"gate_{gate}", f"the {gate} check rejects the task: {reason}", GATE_FIELDS.get(gate, ""))
 
 
 # the part of a task answer each gate's complaint is about, for the repair message's grouping
