@@ -8,9 +8,9 @@ Per task it builds the trajectory an agent following the gold would leave — on
 call and its tool message per gold action, then one assistant message that says every
 communicate_info value, each written the way a person would (thousands separators, two decimals,
 a currency code) rather than as stored — and scores it with τ²'s EnvironmentEvaluator and
-CommunicateEvaluator. Environments are τ² `Environment`s over forks of the package's toolkit
-(τ²'s reward does not depend on how the constructor is built, and a fresh `get_environment()`
-per call costs ~160 ms). Prints one line per domain and exits 1 if any task scores below 1.0.
+CommunicateEvaluator, with the package's own `get_environment` as the environment constructor (as
+τ²'s registry calls it). Prints one line per domain, with the median cost of a `get_environment()`,
+and exits 1 if any task scores below 1.0.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ import argparse
 import importlib.util
 import json
 import re
+import statistics
 import sys
 import time
 from pathlib import Path
@@ -44,16 +45,12 @@ def _load(folder: Path):
 def check_domain(folder: Path, every: int) -> tuple[int, int, list[str]]:
     from loguru import logger
     from tau2.data_model.message import AssistantMessage, ToolCall, ToolMessage, UserMessage
-    from tau2.environment.environment import Environment
     from tau2.evaluator.evaluator_communicate import CommunicateEvaluator
     from tau2.evaluator.evaluator_env import EnvironmentEvaluator
 
     logger.remove()
     package = _load(folder)
-    base = package.get_environment()
-
-    def constructor(solo_mode: bool = False, **_: object) -> Environment:
-        return Environment(domain_name=base.domain_name, policy=base.policy, tools=base.tools.fork())
+    constructor = package.get_environment
 
     tasks = package.get_tasks(None)[::every]
     failures = []
@@ -70,7 +67,12 @@ def check_domain(folder: Path, every: int) -> tuple[int, int, list[str]]:
         communicate = CommunicateEvaluator.calculate_reward(task, trajectory)
         if db.reward != 1.0 or communicate.reward != 1.0:
             failures.append(f"{task.id}: db {db.reward}, communicate {communicate.reward} ({said!r})")
-    return len(tasks), len(tasks) - len(failures), failures
+    costs = []
+    for _ in range(21):
+        start = time.perf_counter()
+        constructor()
+        costs.append(time.perf_counter() - start)
+    return len(tasks), len(tasks) - len(failures), failures, statistics.median(costs)
 
 
 def main() -> int:
@@ -84,9 +86,10 @@ def main() -> int:
     total = scored = 0
     for folder in folders:
         start = time.perf_counter()
-        n, ok, failures = check_domain(folder, args.every)
+        n, ok, failures, cost = check_domain(folder, args.every)
         total, scored = total + n, scored + ok
-        print(f"{folder.name}: {ok}/{n} scored 1.0 in {time.perf_counter() - start:.1f}s")
+        print(f"{folder.name}: {ok}/{n} scored 1.0 in {time.perf_counter() - start:.1f}s; "
+              f"get_environment() {cost * 1000:.2f} ms (median of 21)")
         for failure in failures[:5]:
             print(f"  {failure}")
     print(json.dumps({"tasks": total, "scored_1": scored}))

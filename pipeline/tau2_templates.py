@@ -230,13 +230,23 @@ from .tools import $tools_class
 from .utils import DB_PATH, POLICY_PATH, SPLIT_TASKS_PATH, TASK_SET_PATH
 
 
+_PRISTINE: list = []  # the policy and the toolkit over db.json, loaded once; each get_environment() forks it
+
+
+def _pristine() -> tuple:
+    if not _PRISTINE:
+        _PRISTINE.append((POLICY_PATH.read_text(encoding="utf-8"), $tools_class($db_class.load(DB_PATH))))
+    return _PRISTINE[0]
+
+
 def get_environment(db: Optional[$db_class] = None, solo_mode: bool = False) -> Environment:
-    """The domain's policy and its tools over `db` (db.json when not given)."""
+    """The domain's policy and its tools over `db` (a fresh copy of db.json when not given: τ²-bench
+    calls this several times per simulation, so db.json is read once and each call forks it)."""
     if solo_mode:
         raise ValueError("the $name domain has no user tools, so it has no solo mode")
-    if db is None:
-        db = $db_class.load(DB_PATH)
-    return Environment(domain_name="$name", policy=POLICY_PATH.read_text(encoding="utf-8"), tools=$tools_class(db))
+    policy, pristine = _pristine()
+    tools = pristine.fork() if db is None else $tools_class(db)
+    return Environment(domain_name="$name", policy=policy, tools=tools)
 
 
 def get_tasks(task_split_name: Optional[str] = "base") -> list:

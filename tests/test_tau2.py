@@ -108,6 +108,23 @@ def test_a_failed_tool_call_raises_and_changes_nothing(out):
     assert (tools.get_db_hash(), tools.state_hash()) == before
 
 
+def test_every_get_environment_starts_from_db_json_however_the_others_were_used(out):
+    """get_environment() reads db.json once and forks it (τ²-bench calls it several times a simulation):
+    each environment is independent, and a new one is the pristine database."""
+    name = DOMAINS[0]
+    package = import_package(out / "tau2" / name)
+    pristine = json.loads((out / "tau2" / name / "db.json").read_text())
+    task = next(t for t in accepted(out, name) if t.meta.kind == "write")
+    first, second = package.get_environment(), package.get_environment()
+    before = (first.tools.get_db_hash(), first.tools.state_hash())
+    for action_name, arguments in task.gold_calls():
+        assert first.tools.call(action_name, arguments)["error"] is None
+    assert first.tools.state_hash() == task.meta.final_state_hash != before[1]
+    for env in (second, package.get_environment()):
+        assert (env.tools.get_db_hash(), env.tools.state_hash()) == before
+        assert env.tools.db.model_dump() == type(env.tools.db).model_validate(pristine).model_dump()
+
+
 def test_task_splits_follow_tau2_bench(out):
     package = import_package(out / "tau2" / DOMAINS[1])
     splits = package.get_tasks_split()
