@@ -47,7 +47,8 @@ def served(tmp_path_factory):
 def test_toolscale_eval_scores_20_tasks_with_the_served_model(served):
     work, server = served["work"], served["server"]
     proc = toolscale("eval", "--tasks", str(served["out"]), "--base-url", server.base_url, "--model", MODEL,
-                     "--per-domain", "20", "--trials", "1", "--out", str(work / "eval.json"), cwd=work)
+                     "--per-domain", "20", "--split", "all", "--trials", "1", "--out", str(work / "eval.json"),
+                     cwd=work)
     assert proc.returncode == 0, proc.stderr[-3000:] + server.tail()
     assert "pass^1" in proc.stderr and "bank" in proc.stderr
     trials = json.loads((work / "eval.json").read_text())["trials"]
