@@ -184,9 +184,6 @@ def _with_verdicts(task: Task, verdicts: dict[str, GateVerdict]) -> Task:
 def _per_task(tasks: list[Task], env: Environment, gates: Sequence[Gate],
               verdicts: dict[int, dict[str, GateVerdict]]) -> tuple[list[Task], list[Rejection]]:
     """Each task through the per-task gates in order, stopping at the first that fails."""
-    for gate in gates:
-        if hasattr(gate, "prepare"):
-            gate.prepare(env, tasks)
     passing: list[Task] = []
     rejected: list[Rejection] = []
     for task in tasks:
@@ -215,7 +212,11 @@ def run_gates(tasks: Iterable[Task], env: Environment, gates: Sequence[Gate] | N
     if gates is None and batch_gates is None:
         gates, batch_gates = default_gates()
     verdicts: dict[int, dict[str, GateVerdict]] = {}  # by id(task), until the batch gates are done
-    passing, rejected = _per_task(list(tasks), env, gates or (), verdicts)
+    tasks = list(tasks)
+    for gate in gates or ():  # once, for the fallbacks too: the determinism gate's child replays them alongside
+        if hasattr(gate, "prepare"):
+            gate.prepare(env, [*tasks, *(fallbacks or {}).values()])
+    passing, rejected = _per_task(tasks, env, gates or (), verdicts)
     bases = [fallbacks[r.task.meta.hardened_from] for r in rejected
              if fallbacks and r.task.meta.hardened_from in fallbacks]
     if bases:
