@@ -49,7 +49,8 @@ LLM_HELP = {
 
 
 def _fail_usage(message: str) -> None:
-    console.print(f"[red]error:[/red] {escape(message)}")  # a message may hold brackets: ".[train]", a list
+    # soft_wrap: a one-line error stays one line whatever the terminal width; escape: ".[train]", a list
+    console.print(f"[red]error:[/red] {escape(message)}", soft_wrap=True)
     raise typer.Exit(2)
 
 

@@ -42,7 +42,7 @@ def test_a_folder_that_does_not_load_or_takes_a_built_in_name_is_one_line(tmp_pa
     shutil.copytree(FIXTURE, broken)
     (broken / "tools.py").write_text("import os\n")
     for folder, words in ((broken, "only functions and constants may appear at module level"),
-                          (tmp_path / "nowhere", "l: missing"),  # rich may wrap the path mid-word
+                          (tmp_path / "nowhere", "domain.yaml: missing"),
                           (Path(__file__).resolve().parents[2] / "domains" / "bank", "'bank' is already built in")):
         proc = toolscale("generate", "--domain-dir", str(folder), "--out", str(tmp_path / "out"), cwd=tmp_path)
         assert proc.returncode == 2 and words in " ".join(proc.stderr.split()), proc.stderr
