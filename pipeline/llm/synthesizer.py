@@ -39,7 +39,7 @@ from .harden import anchor_record, build_hardened, shown_task, unbuilt_variant
 from .rows import TableFill, batch_seed, choices, fixed_rows, plan
 from .slices import db_slice
 from .tasks import Screen, build_task, unbuilt_task
-from .usage import Usage
+from .usage import Usage, Watcher
 
 
 class LLMStageError(RuntimeError):
@@ -85,6 +85,7 @@ class LLMSynthesizer:
         self.scale = scale
         self._client = client
         self.usage = Usage(config.model, config.price(config.model))
+        self._watcher: Watcher | None = None
         self._intents: dict[str, list[IntentProposal]] = {}
         self._failures: Counter = Counter()  # (stage, domain) -> attempts that raised
         self._attempt = 0  # of the stage running now
@@ -122,8 +123,24 @@ class LLMSynthesizer:
         """The usage since the last call (None if there was none), and a fresh ledger: the flow
         stores each stage's usage with the stage's artifact."""
         report = self.usage.report()
-        self.usage = Usage(self.config.model, self.config.price(self.config.model))
+        self.usage = Usage(self.config.model, self.config.price(self.config.model), self._watcher)
         return report if report["stages"] else None
+
+    def watch(self, watcher: Watcher | None) -> None:
+        """Tell `watcher(stage, progress)` of every request, answer and finished item from now on
+        (None: stop)."""
+        self._watcher = self.usage.watcher = watcher
+
+    async def _together(self, stage: str, coros: list[Any]) -> list[Any]:
+        """Run the coroutines side by side, each one an item of `stage`'s live progress."""
+        async def counted(coro: Any) -> Any:
+            try:
+                return await coro
+            finally:
+                self.usage.finish(stage)
+
+        self.usage.plan(stage, len(coros))
+        return await asyncio.gather(*(counted(c) for c in coros))
 
     def brief(self, name: str) -> str:
         if name in self.config.briefs:
@@ -208,7 +225,7 @@ class LLMSynthesizer:
             offered = choices(spec, table, rows, rng)
             asks = [(b, requests.populate(spec, b, offered, rows), batch_seed(seed, spec.name, table.name, b.index))
                     for b in batches]
-            firsts = await asyncio.gather(*(self._first("populate", m, RowsAnswer, s) for _, m, s in asks))
+            firsts = await self._together("populate", [self._first("populate", m, RowsAnswer, s) for _, m, s in asks])
             for (batch, messages, batch_seed_), first in zip(asks, firsts):  # checked in order: keys are stable
                 out = await self._ask("populate", messages, RowsAnswer,
                                       lambda answer, final, b=batch: fill.check(answer, b, final), batch_seed_, first)
@@ -236,8 +253,8 @@ class LLMSynthesizer:
         lineage = Lineage(backend="llm", model=self.config.model, seed=seed, prompt_digest=prompts.digest("harden"))
         rows = env.dump() if chosen else {}
         bases = [t for t in tasks if t.id in chosen]
-        outcomes = await asyncio.gather(*(self._variant(domain, env, rows, lineage, seed, t, intents[t.meta.intent])
-                                          for t in bases))
+        asks = [self._variant(domain, env, rows, lineage, seed, t, intents[t.meta.intent]) for t in bases]
+        outcomes = await self._together("harden", asks)
         variants = {base.id: v for base, v in zip(bases, outcomes) if isinstance(v, Task)}
         rejected = [v for v in outcomes if isinstance(v, Rejection)]
         return [t for t in tasks if t.id not in variants] + list(variants.values()), rejected
@@ -283,7 +300,7 @@ class LLMSynthesizer:
                 # candidate k tries rows k, k + n, k + 2n... of one shuffle: no two candidates share a row
                 anchors = order[k::per_intent][:self.options.anchor_attempts]
                 jobs.append((intent, k, anchors))
-        outcomes = await asyncio.gather(*(self._task(domain, env, rows, lineage, seed, *job) for job in jobs))
+        outcomes = await self._together("task", [self._task(domain, env, rows, lineage, seed, *job) for job in jobs])
         tasks = []
         for outcome in outcomes:
             if isinstance(outcome, Rejection):
