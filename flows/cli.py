@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 import json
 import math
+import os
 import sys
 import tempfile
 import time
@@ -18,20 +19,18 @@ from pathlib import Path
 import typer
 from rich.console import Console
 from rich.markup import escape
-from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from toolscale.domains import DomainError, available_domains, builtin_domain, load_domain
 
-from . import progress
+from .interrupts import stopping_cleanly
 from .runners import RunnerError, parse_runner
-from .settings import configure_prefect, is_startup_failure, reset_ephemeral_database
-from .stages import STAGE_NAMES
+from .settings import DEBUG_VARIABLE, configure_prefect, debug_mode, is_startup_failure, reset_ephemeral_database
+from .terminal import showing_progress
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="Synthesize verifiable tool-use environments and tasks, quality-gated.")
 console = Console(stderr=True)
-STAGES = STAGE_NAMES
 SEED_RANGE = {"min": -2**63, "max": 2**63 - 1}  # the dataset stores a run's seed as an int64 (pipeline/hf.py)
 LLM_HELP = {
     "base_url": "An OpenAI-compatible endpoint, e.g. http://localhost:8000/v1 (vllm serve); the API key comes "
@@ -105,16 +104,29 @@ def _domain_folders(paths: list[Path] | None) -> dict[str, str]:
     return folders
 
 
-def _run_flow(fn, *args):
-    """Run a flow; if Prefect's ephemeral server failed to start, reset its database and retry once."""
-    try:
+def _run_flow(fn, *args, start_server: bool = True):
+    """Run a flow, starting Prefect's local server first with a line that says so (`start_server`:
+    unless `fn` starts it only when needed); if the server failed to start, reset its database and
+    retry once."""
+    from .local_server import ensure_started
+
+    def attempt():
+        if start_server:
+            ensure_started(_say)
         return fn(*args)
+
+    try:
+        return attempt()
     except Exception as exc:
         if not is_startup_failure(exc):
             raise
-        console.print("[yellow]Prefect's local server did not start; resetting its database and retrying[/yellow]")
+        _say("Prefect's local server did not start; resetting its database and retrying")
         reset_ephemeral_database()
-        return fn(*args)
+        return attempt()
+
+
+def _say(message: str) -> None:
+    console.print(f"[yellow]{escape(message)}[/yellow]", soft_wrap=True)
 
 
 def _summary(report: dict) -> Table:
@@ -217,31 +229,16 @@ def _check_runner(runner: str) -> None:
 
 
 def _execute(config) -> None:
-    """Run the generation for `config` with a progress bar, print the summary, exit 1 if a domain failed."""
+    """Run the generation for `config` with live progress, print the summary, exit 1 if a domain failed."""
     from .generate import run_generation
 
     names, out = config.domains, config.out
     started = time.perf_counter()
-    with Progress(TextColumn("{task.description:<12}"), BarColumn(), TextColumn("{task.fields[stage]}"),
-                  TimeElapsedColumn(), console=console, transient=False) as bar:
-        rows = {n: bar.add_task(n, total=len(STAGES), stage="waiting") for n in names}
-
-        def on_progress(domain: str, stage: str, info: dict) -> None:
-            if stage == "notice":  # e.g. a damaged stage artifact that is recomputed
-                console.print(f"[yellow]{domain}:[/yellow] {info['message']}", soft_wrap=True)  # one line, unwrapped
-                return
-            done = STAGES.index(stage) if stage in STAGES else len(STAGES)
-            label = {"done": f"{info.get('accepted', 0):,} accepted", "failed": "[red]failed[/red]"}.get(stage, stage)
-            label += " (reused)" if info.get("reused") else ""
-            bar.update(rows[domain], completed=done, stage=label)
-
-        progress.subscribe(on_progress)
+    with showing_progress(console, names):
         try:
-            report = _run_flow(run_generation, config)
+            report = _run_flow(run_generation, config, start_server=False)  # not for a run with nothing to do
         except (DomainError, RunnerError) as exc:
             _fail_usage(str(exc).splitlines()[0])
-        finally:
-            progress.unsubscribe(on_progress)
     console.print(_summary(report))
     console.print(f"wrote {out}/ in {time.perf_counter() - started:.1f}s")
     stages = report["stages"]
@@ -251,7 +248,7 @@ def _execute(config) -> None:
     elif stages["reused"]:
         console.print(f"resumed: reused {stages['reused']} stage artifacts, computed {stages['computed']}")
     for name, reason in report["failed"].items():
-        console.print(f"[red]{name} failed:[/red] {reason.splitlines()[0]}")
+        console.print(f"[red]{name} failed:[/red] {escape(reason.splitlines()[0])}", soft_wrap=True)
     if report["domains"]:
         _publish(out, refresh=config.refresh)
     if report["failed"]:
@@ -277,7 +274,7 @@ def _publish(out: Path, refresh: bool = False) -> None:
     what = ("are current: nothing they are made from changed" if summary.get("reused")
             else f"published in {time.perf_counter() - started:.1f}s")
     console.print(f"{out}/hf ({tasks['train']:,} train and {tasks['test']:,} test tasks) and {out}/tau2/ "
-                  f"({len(summary['tau2'])} τ²-bench packages) {what}")
+                  f"({len(summary['tau2'])} τ²-bench packages) {what}", soft_wrap=True)
 
 
 @app.command("regenerate-domain")
@@ -440,8 +437,25 @@ def list_domains() -> None:
         typer.echo(name)
 
 
+@app.callback()
+def _options(debug: bool = typer.Option(False, "--debug", help="Show Prefect's log and the traceback of every "
+                                        f"failure (also {DEBUG_VARIABLE}=1).")) -> None:
+    if debug:
+        os.environ[DEBUG_VARIABLE] = "1"
+
+
 def main() -> None:
-    app()
+    """The `toolscale` command: SIGTERM or Ctrl-C stops it within seconds (flows/interrupts.py), and a
+    failure nothing foresaw is one line unless in debug mode."""
+    with stopping_cleanly(_say):
+        try:
+            app()
+        except Exception as exc:  # click has handled usage errors and exits (SystemExit is no Exception)
+            if debug_mode():
+                raise
+            console.print(f"[red]error:[/red] {escape(f'{type(exc).__name__}: {exc}'.splitlines()[0])} "
+                          "(toolscale --debug shows the traceback)", soft_wrap=True)
+            sys.exit(1)
 
 
 if __name__ == "__main__":

@@ -17,12 +17,18 @@ on one worker.
 # No `from __future__ import annotations` here: a process or Dask worker gets the flows pickled by
 # value, and Prefect validates their parameters from the annotations, which must be real types.
 import json
+import logging
 import time
+from collections.abc import Callable
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
-from prefect import flow, tags, task
+from prefect import flow, get_run_logger, tags, task
 from prefect.cache_policies import NO_CACHE
+from prefect.exceptions import MissingContextError
+from prefect.states import Cancelled, Completed, State
+import prefect.runtime as prefect_runtime
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from toolscale.pipeline.export import atomic_write
@@ -31,7 +37,7 @@ from toolscale.pipeline.synthesizer import OfflineSynthesizer, Synthesizer
 from toolscale.quality.gates import screen
 from toolscale.quality.report import markdown, totals
 
-from . import progress
+from . import interrupts, llm_progress, local_server, progress
 from .reference import ReferenceConfig
 from .runners import parse_runner, task_runner
 from .stages import STAGES, DomainWork, StageCall, is_current, stage_keys
@@ -114,14 +120,46 @@ def run_stage(stage: str, domain: str, work: DomainWork) -> float:
     index = next(i for i, s in enumerate(STAGES) if s.name == stage)
     earlier = [work.artifact(s.name) for s in STAGES[:index]]
     start = time.perf_counter()
-    with work.store.writing(stage, work.keys[stage]) as folder:
+    logger = _run_logger()
+    live = llm_progress.watching(domain, stage, work.synth, logger) if STAGES[index].synthesizer else nullcontext()
+    with work.store.writing(stage, work.keys[stage]) as folder, live:
         STAGES[index].run(StageCall(work, folder, earlier))
         usage = work.synth.take_report() if hasattr(work.synth, "take_report") else None
         if usage:  # the llm backend's requests, tokens and cost while computing this stage
             (folder / "llm.json").write_text(json.dumps(usage) + "\n")
         seconds = round(time.perf_counter() - start, 3)
         (folder / "meta.json").write_text(json.dumps({"stage": stage, "key": work.keys[stage], "seconds": seconds}) + "\n")
+    logger.info(f"{stage} of {domain}: computed in {seconds:.1f} s")
     return seconds
+
+
+def _cancelled_if_stopped() -> Callable[[], None]:
+    """Mark the current flow run Cancelled if a signal stops the process (flows/interrupts.py), so a
+    Prefect UI does not show it running for ever; returns the function that takes that back."""
+    run_id = prefect_runtime.flow_run.id
+
+    def cancel(reason: str) -> None:
+        from prefect import get_client
+
+        with get_client(sync_client=True) as client:
+            client.set_flow_run_state(run_id, Cancelled(message=f"stopped by {reason}"), force=True)
+
+    return interrupts.when_stopped(cancel)
+
+
+def _run_logger() -> logging.Logger | logging.LoggerAdapter:
+    """The Prefect run's logger (its lines reach a server's UI); a plain one when a stage is computed
+    outside a run (tests call the task's function directly)."""
+    try:
+        return get_run_logger()
+    except MissingContextError:
+        return logging.getLogger("toolscale.flows")
+
+
+@task(name="stage", task_run_name="{stage}-{domain}", cache_policy=NO_CACHE)
+def reuse_stage(stage: str, domain: str, key: str) -> State:
+    """A stage whose stored artifact is current: shown as Cached in a Prefect UI."""
+    return Completed(name="Cached", message=f"{stage} of {domain}: reused the stored artifact {key[:12]}")
 
 
 @flow(name="build-domain", flow_run_name="build-{name}")
@@ -132,18 +170,22 @@ def build_domain(name: str, config: RunConfig, todo: list[str]) -> dict[str, Any
     work.store.clean(keep=work.keys)  # temporary folders of killed runs, artifacts of other settings
     calls_out = config.backend != "offline"
     asks_agent = config.reference is not None
+    forget_run = _cancelled_if_stopped()
     try:
         for stage in STAGES:
             progress.emit(name, stage.name, reused=stage.name not in todo)
-            if stage.name in todo:
-                retries = STAGE_RETRIES if (stage.synthesizer and calls_out) or (stage.agent and asks_agent) else 0
-                run_stage.with_options(retries=retries, retry_delay_seconds=[2, 10])(stage.name, name, work)
+            if stage.name not in todo:
+                reuse_stage(stage.name, name, work.keys[stage.name])
+                continue
+            retries = STAGE_RETRIES if (stage.synthesizer and calls_out) or (stage.agent and asks_agent) else 0
+            run_stage.with_options(retries=retries, retry_delay_seconds=[2, 10])(stage.name, name, work)
     except Exception:
         spent = work.synth.take_report() if hasattr(work.synth, "take_report") else None
         if spent:
             work.store.record_failed_usage(spent)
         raise
     finally:
+        forget_run()
         work.close()
     return {"entry": domain_entry(work), "computed": todo}
 
@@ -160,6 +202,7 @@ def run_domain(name: str, config: RunConfig, todo: list[str]) -> dict[str, Any]:
 def generate(config: RunConfig, plan: dict[str, list[str]]) -> dict[str, Any]:
     """Build the domains that have stages to compute (`plan`), on the configured task runner."""
     start = time.perf_counter()
+    forget_run = _cancelled_if_stopped()
     futures = {name: run_domain.submit(name, config, plan[name]) for name in config.domains if plan[name]}
     results: dict[str, dict[str, Any]] = {}
     failed: dict[str, str] = {}
@@ -168,7 +211,9 @@ def generate(config: RunConfig, plan: dict[str, list[str]]) -> dict[str, Any]:
             results[name] = future.result()
         except Exception as exc:
             failed[name] = f"{type(exc).__name__}: {exc}"
+            _run_logger().error(f"{name} failed", exc_info=exc)  # the traceback, for a Prefect UI and --debug
             progress.emit(name, "failed", reason=failed[name])
+    forget_run()
     return finish_run(config, results, failed, start, in_flow=True)
 
 
@@ -251,6 +296,7 @@ def run_generation(config: RunConfig) -> dict[str, Any]:
         return finish_run(config, {}, {}, start)
     runner = task_runner(config.runner, domains=sum(1 for todo in plan.values() if todo),
                          io_bound=config.backend != "offline")
+    local_server.ensure_started(lambda message: progress.emit("prefect", "notice", message=message))
     with tags(f"seed:{config.seed}", f"backend:{config.backend}"):  # a Prefect UI filters runs by them
         return generate.with_options(task_runner=runner, flow_run_name=run_name(config))(config, plan)
 

@@ -4,6 +4,10 @@ Measured gotchas (see shared/notes/prefect.md): the ephemeral server's 20 s star
 too short on a busy 2-core machine and a killed start leaves a half-migrated database; server
 analytics try to reach the internet. A user's own settings (e.g. PREFECT_API_URL pointing at a
 real server) always win: we only fill in what is unset.
+
+Flow and task runs log to the Prefect API (flows/prefect_logging.yml), so a server's UI shows each
+run's log; the terminal shows them, and Prefect's own INFO lines, only in debug mode
+(`toolscale --debug`, or TOOLSCALE_DEBUG=1).
 """
 
 from __future__ import annotations
@@ -19,17 +23,30 @@ def prefect_home() -> Path:
     return Path(os.environ.get("PREFECT_HOME", STATE_DIR / "prefect")).resolve()
 
 
+LOGGING_CONFIG = Path(__file__).with_name("prefect_logging.yml")
+DEBUG_VARIABLE = "TOOLSCALE_DEBUG"
+
+
+def debug_mode() -> bool:
+    return os.environ.get(DEBUG_VARIABLE, "") not in ("", "0", "false")
+
+
 def configure_prefect() -> None:
+    debug = debug_mode()
     defaults = {
         "PREFECT_HOME": str(prefect_home()),
         "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
         "DO_NOT_TRACK": "1",
-        "PREFECT_LOGGING_LEVEL": "WARNING",
+        "PREFECT_LOGGING_SETTINGS_PATH": str(LOGGING_CONFIG),
+        "PREFECT_LOGGING_LEVEL": "INFO" if debug else "WARNING",
         "PREFECT_SERVER_LOGGING_LEVEL": "ERROR",
-        "PREFECT_LOGGING_TO_API_ENABLED": "false",
+        "PREFECT_LOGGING_TO_API_ENABLED": "true",
         "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "120",
         "PREFECT_RESULTS_PERSIST_BY_DEFAULT": "false",
     }
+    if debug:  # the runs' own log lines, tracebacks included, in the terminal too
+        defaults["PREFECT_LOGGING_LOGGERS_PREFECT_FLOW_RUNS_HANDLERS"] = "api,console"
+        defaults["PREFECT_LOGGING_LOGGERS_PREFECT_TASK_RUNS_HANDLERS"] = "api,console"
     for key, value in defaults.items():
         os.environ.setdefault(key, value)
     Path(os.environ["PREFECT_HOME"]).mkdir(parents=True, exist_ok=True)

@@ -65,6 +65,8 @@ def test_a_domain_whose_tools_never_compile_fails_and_its_spending_is_still_repo
     assert proc.returncode == 1, proc.stderr[-3000:]
     said = " ".join(proc.stderr.split())
     assert "movie failed: LLMStageError: movie: no valid tools" in said and "nothing to recompute" not in said
+    assert "Traceback" not in proc.stderr and "Task run" not in proc.stderr  # one line, not Prefect's log (issue 16)
+    assert any("movie failed: LLMStageError: movie: no valid tools" in line for line in proc.stderr.splitlines())
     report = json.loads((tmp_path / "out/report.json").read_text())
     assert report["domains"] == {} and "no valid tools" in report["failed"]["movie"]
     assert report["llm"]["totals"]["requests"] == server.stats.requests  # design, and every tools round

@@ -159,3 +159,23 @@ def test_a_local_dask_cluster_gives_the_default_runners_output(env, baseline, tm
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert public_files(tmp_path / "out") == public_files(baseline)
     assert funnels(tmp_path / "out") == funnels(baseline)
+
+
+def test_a_prefect_server_shows_the_runs_logs_and_the_reused_stages_as_cached(env, resumed):
+    """With a server, the audit found "This run didn't generate logs" and no sign of reused stages
+    (notes/audit-2026-12-01/ecosystem.md): each computed stage now logs a line to the API, and a
+    stage the resumed run reused is a task run in state Cached."""
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import LogFilter, LogFilterLevel
+    from prefect.settings import PREFECT_API_URL, temporary_settings
+
+    with temporary_settings({PREFECT_API_URL: env["PREFECT_API_URL"]}), get_client(sync_client=True) as client:
+        states = [(run.name, run.state.name) for run in client.read_task_runs(limit=200)]
+        logs: list[str] = []
+        while page := client.read_logs(LogFilter(level=LogFilterLevel(ge_=20)), limit=200, offset=len(logs)):
+            logs += [log.message for log in page]
+    cached = {name for name, state in states if state == "Cached"}
+    assert {"design-bank", "design-weather"} <= cached, states  # the last run reused them
+    assert any(m.startswith("tasks of bank: computed in") for m in logs), logs[:20]
+    assert not [m for m in logs if "Traceback" in m]
+    assert "Task run" not in resumed[2].stderr  # Prefect's own lines stay out of the terminal
