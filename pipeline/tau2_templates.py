@@ -30,6 +30,7 @@ so the package also runs with only pydantic and RestrictedPython installed."""
 
 import hashlib
 import json
+import warnings
 from enum import Enum
 from pathlib import Path
 from typing import Any, Callable, Optional
@@ -43,9 +44,12 @@ try:
     from tau2.environment.toolkit import ToolKitBase, ToolType, is_tool
 
     TAU2 = True
-except ImportError:
+except ImportError as _missing:
     TAU2 = False
     Task = None  # get_tasks returns the task records as dicts
+    # said once, when the package is imported: a τ² that fails to import must not pass for an absent one
+    warnings.warn(f"the $name package runs on its stand-ins for τ²-bench, which does not import ({_missing}); "
+                  "they replay tasks, τ²-bench evaluates them (see the package's README.md)")
 
     def _hash(data: Any) -> str:
         """τ²-bench's database hash: sha256 of the JSON dump with sorted keys."""
@@ -280,8 +284,10 @@ Exported by toolscale: $tasks tasks. $description
 
 ## In τ²-bench
 
-Copy this folder to `src/tau2/domains/$name/` of a τ²-bench checkout (data and code stay together), then
-register it in `src/tau2/registry.py` beside the built-in domains:
+In τ²-bench's own environment, install RestrictedPython beside τ²'s dependencies (`pip install RestrictedPython`;
+without it the lines below break `import tau2.registry` for every domain). Copy this folder to
+`src/tau2/domains/$name/` of a τ²-bench checkout (data and code stay together), then append these lines to the
+end of `src/tau2/registry.py` (τ²-bench registers its domains only in that file):
 
 ```python
 from tau2.domains.$name.environment import get_environment as ${name}_get_environment
@@ -291,6 +297,9 @@ from tau2.domains.$name.environment import get_tasks_split as ${name}_get_tasks_
 registry.register_domain(${name}_get_environment, "$name")
 registry.register_tasks(${name}_get_tasks, "$name", get_task_splits=${name}_get_tasks_split)
 ```
+
+`tau2 run --domain $name --task-split-name test ...` then runs the test split. The domain has no user tools,
+so it has no solo mode (`llm_agent_solo` cannot run it).
 
 ## Without τ²-bench
 
