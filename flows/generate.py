@@ -24,11 +24,11 @@ from contextlib import nullcontext
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
+import prefect.runtime as prefect_runtime
 from prefect import flow, get_run_logger, tags, task
 from prefect.cache_policies import NO_CACHE
 from prefect.exceptions import MissingContextError
 from prefect.states import Cancelled, Completed, State
-import prefect.runtime as prefect_runtime
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from toolscale.pipeline.export import atomic_write
