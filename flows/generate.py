@@ -213,7 +213,7 @@ def generate(config: RunConfig, plan: dict[str, list[str]]) -> dict[str, Any]:
             failed[name] = f"{type(exc).__name__}: {exc}"
             _run_logger().error(f"{name} failed", exc_info=exc)  # the traceback, for a Prefect UI and --debug
             progress.emit(name, "failed", reason=failed[name])
-    forget_run()
+    forget_run()  # not in a `finally`: a stop unwinds this thread, and its run must still be marked Cancelled
     return finish_run(config, results, failed, start, in_flow=True)
 
 

@@ -1,8 +1,8 @@
 """Stopping a run on SIGTERM or Ctrl-C within seconds, leaving no process behind.
 
 A signal interrupts the main thread with `Stopped` (a BaseException, so neither click's Ctrl-C
-handling nor an `except Exception` swallows it), and Prefect marks the runs it was in as crashed on
-the way out. Worker threads cannot be interrupted: one may be in the middle of a stage or waiting on
+handling nor an `except Exception` swallows it); the flows that registered with `when_stopped` mark
+their Prefect runs Cancelled. Worker threads cannot be interrupted: one may be in the middle of a stage or waiting on
 an LLM request (whose timeout can be hours), and Python, like Prefect's task runner, would wait for
 it. So from the moment the signal arrives a watchdog gives the main thread GRACE_S to unwind; then,
 or as soon as it has unwound, the process stops its children (Prefect's local server, process-pool
@@ -62,17 +62,17 @@ def when_stopped(callback: Callable[[str], None]) -> Callable[[], None]:
     return lambda: _on_stop.remove(callback) if callback in _on_stop else None
 
 
-def _end(code: int) -> None:
-    name = signal.Signals(code - 128).name if code > 128 else "a signal"
+def _end(signum: int) -> None:
+    """Run the stop callbacks, stop the children and exit with status 128 + `signum`."""
     for callback in list(_on_stop):
         try:
-            callback(name)
+            callback(signal.Signals(signum).name)
         except Exception:  # noqa: BLE001 - stopping must go on whatever a callback meets
             pass
     stop_children()
     sys.stdout.flush()
     sys.stderr.flush()
-    os._exit(code)
+    os._exit(128 + signum)
 
 
 @contextmanager
@@ -87,11 +87,11 @@ def stopping_cleanly(say: Callable[[str], None]) -> Iterator[None]:
     def notice(signum: int) -> None:
         """Start stopping on the first signal; on a later one, end now."""
         if received:
-            _end(128 + received[0])
+            _end(received[0])
         received.append(signum)
         say(f"stopping on {signal.Signals(signum).name}: the stages already stored are kept; run the same "
             "command again to resume")
-        watchdog = threading.Timer(GRACE_S, _end, args=(128 + signum,))
+        watchdog = threading.Timer(GRACE_S, _end, args=(signum,))
         watchdog.daemon = True
         watchdog.start()
 
@@ -112,10 +112,10 @@ def stopping_cleanly(say: Callable[[str], None]) -> Iterator[None]:
     try:
         yield
     except Stopped as stop:
-        _end(128 + stop.signum)
+        _end(stop.signum)
     except BaseException:  # e.g. Prefect's TerminationSignal, raised by its handler while a flow runs
         if received:
-            _end(128 + received[0])
+            _end(received[0])
         raise
     finally:
         signal.set_wakeup_fd(previous_fd)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -45,32 +45,31 @@ def watching(domain: str, stage: str, synth: Any, logger: Any) -> Iterator[None]
         changed.set()
         progress.emit(domain, stage, llm=dict(latest))
 
-    def create(_: Any) -> Any:  # in the stage's own thread, whose run context links the artifact to it
+    def create() -> Any:  # in the stage's own thread, whose run context links the artifact to it
         from prefect.artifacts import create_progress_artifact
 
         key = re.sub(r"[^a-z0-9-]+", "-", f"llm-{stage}-{domain}".lower())
         return create_progress_artifact(0.0, key=key, description=f"{domain} {stage}: waiting for answers")
 
-    def publish(artifact: Any) -> Any:
+    def publish() -> None:
         changed.clear()
         snapshot = dict(latest)
-        logger.info(f"{domain} {stage}: {describe(snapshot)}")
+        line = f"{domain} {stage}: {describe(snapshot)}"
+        logger.info(line)
         if artifact is not None:
             from prefect.artifacts import update_progress_artifact
 
             share = 100.0 * snapshot["finished"] / snapshot["planned"] if snapshot["planned"] else 0.0
-            update_progress_artifact(artifact, share, description=f"{domain} {stage}: {describe(snapshot)}")
-        return artifact
+            update_progress_artifact(artifact, share, description=line)
 
-    artifact = _quietly(create, None)
+    artifact = _quietly(create)
 
     def ticker() -> None:
-        nonlocal artifact
         while not stop.wait(PUBLISH_EVERY_S):
             if changed.is_set():
-                artifact = _quietly(publish, artifact)
+                _quietly(publish)
         if latest:
-            _quietly(publish, artifact)
+            _quietly(publish)
 
     thread = threading.Thread(target=ticker, name=f"toolscale-progress-{domain}", daemon=True)
     synth.watch(heard)
@@ -83,9 +82,10 @@ def watching(domain: str, stage: str, synth: Any, logger: Any) -> Iterator[None]
         thread.join(timeout=10)
 
 
-def _quietly(publish: Any, artifact: Any) -> Any:
-    """Progress is for people: a Prefect API that cannot take it must not fail the stage."""
+def _quietly(action: Callable[[], Any]) -> Any:
+    """`action()`, or None if it raised: progress is for people, and a Prefect API that cannot take
+    it must not fail the stage."""
     try:
-        return publish(artifact)
+        return action()
     except Exception:  # noqa: BLE001 - any client or server error
-        return artifact
+        return None
