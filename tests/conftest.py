@@ -63,3 +63,18 @@ def bank_run():
 @pytest.fixture(scope="session")
 def library_source():
     return {name: (FIXTURES / "library" / name).read_text() for name in ("domain.yaml", "tools.py", "policy.md")}
+
+
+@pytest.fixture(scope="session")
+def cli_prefect_server():
+    """One Prefect server per test worker for the `toolscale` processes the tests start (through
+    PREFECT_API_URL): each would otherwise start and migrate a local server of its own (6-14 s on 2
+    cores). It is Prefect's local server of this session, on the PREFECT_HOME above, so tests read the
+    runs from its database. Tests of a run's own local server drop the variable for their process."""
+    from prefect.server.api.server import SubprocessASGIServer
+
+    server = SubprocessASGIServer()
+    server.start()
+    os.environ["PREFECT_API_URL"] = server.api_url
+    yield server.api_url
+    os.environ.pop("PREFECT_API_URL", None)

@@ -24,6 +24,7 @@ from toolscale.trainer.train import tokenizer_corpus
 from toolscale.trainer.warmup import final_answer
 from trainer_support import GoldAgent, bank_output
 
+pytestmark = pytest.mark.usefixtures("cli_prefect_server")  # bank_output runs `toolscale generate`
 
 
 @pytest.fixture(scope="module")

@@ -31,6 +31,8 @@ from toolscale.trainer.train import tokenizer_corpus
 from toolscale.trainer.warmup import final_answer
 from trainer_support import GoldAgent, bank_output, read_tasks, toolscale
 
+pytestmark = pytest.mark.usefixtures("cli_prefect_server")  # bank_output runs `toolscale generate`
+
 CONFIGS = Path(__file__).resolve().parents[1] / "trainer" / "configs"
 FOLLOW_UP = "Thanks. Could you say that once more, please?"
 

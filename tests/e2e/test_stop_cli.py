@@ -53,15 +53,19 @@ def test_a_signal_stops_the_run_in_seconds_with_no_process_left_and_the_rerun_re
     assert took < 8, f"{took:.1f}s to stop"
     assert f"stopping on {signal.Signals(signum).name}" in said and "Traceback" not in said
     assert not [c for c in children if c.is_running() and c.status() != psutil.STATUS_ZOMBIE], children
-    rerun = subprocess.run(command(*ARGS, "--out", "out"), cwd=tmp_path, env=env, capture_output=True, text=True,
-                           timeout=600)
-    assert rerun.returncode == 0, rerun.stderr[-3000:]
-    assert "resumed: reused" in " ".join(rerun.stderr.split())
     with sqlite3.connect(Path(os.environ["PREFECT_HOME"]) / "prefect.db") as db:  # the local server's (conftest)
         run_id, *stopped = db.execute(
             "select r.id, r.name, r.state_type, s.message from flow_run r join flow_run_state s on s.id = r.state_id "
-            "where r.name = 'generate-5-bank+weather' order by r.start_time desc limit 1 offset 1").fetchone()
+            "where r.name = 'generate-5-bank+weather' order by r.start_time desc limit 1").fetchone()
         domains = db.execute("select f.name, f.state_type from flow_run f join task_run t on f.parent_task_run_id = "
                              "t.id where t.flow_run_id = ? order by f.name", (run_id,)).fetchall()
     assert stopped == ["generate-5-bank+weather", "CANCELLED", f"stopped by {signal.Signals(signum).name}"], stopped
-    assert domains == [("build-bank", "CANCELLED"), ("build-weather", "CANCELLED")]  # not "running" for ever in a UI
+    # not "running" for ever in a UI; a domain whose last stage ended within the grace period is Completed
+    assert [name for name, _ in domains] == ["build-bank", "build-weather"]
+    assert {state for _, state in domains} <= {"CANCELLED", "COMPLETED"}, domains
+    rerun = subprocess.run(command(*ARGS, "--out", "out"), cwd=tmp_path, env=env, capture_output=True, text=True,
+                           timeout=600)
+    assert rerun.returncode == 0, rerun.stderr[-3000:]
+    resumed = " ".join(rerun.stderr.split())
+    # the stages still computing may finish within the grace period and be stored
+    assert "resumed: reused" in resumed or "nothing to recompute" in resumed, resumed
