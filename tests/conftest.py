@@ -78,3 +78,15 @@ def cli_prefect_server():
     os.environ["PREFECT_API_URL"] = server.api_url
     yield server.api_url
     os.environ.pop("PREFECT_API_URL", None)
+
+
+def pytest_terminal_summary(terminalreporter) -> None:
+    """Every test in tests/security is an attack (or a guard of one): say how many were stopped, so a
+    run shows the sandbox's coverage at a glance. Here, not in tests/security: with test workers
+    (xdist) only this conftest is loaded where the summary is written."""
+    outcomes = {kind: [r for r in terminalreporter.stats.get(kind, [])
+                       if r.nodeid.startswith("tests/security/") and r.when == "call"] for kind in ("passed", "failed")}
+    tried = len(outcomes["passed"]) + len(outcomes["failed"])
+    if tried:
+        terminalreporter.write_line(f"security: {tried} attacks tried, {len(outcomes['passed'])} stopped, "
+                                    f"{len(outcomes['failed'])} got through")
