@@ -1,4 +1,5 @@
-"""Shared fixtures: the tiny `library` test domain, the built-in bank, and a quiet Prefect home."""
+"""Shared fixtures: the tiny `library` test domain, the built-in bank, a quiet Prefect home and one Prefect
+server per test worker for the CLI runs; and the security suite's summary line."""
 
 from __future__ import annotations
 
