@@ -19,6 +19,7 @@ import keyword
 import math
 import operator
 import re
+import threading
 import unicodedata
 from collections.abc import Iterable, Iterator
 from types import CodeType
@@ -43,6 +44,11 @@ class ToolCompileError(ValueError):
     def of(cls, problems: list[str]) -> ToolCompileError:
         return cls("\n".join(dict.fromkeys(problems)))
 
+
+# CPython 3.11 keeps the ast module's conversion depth per interpreter, not per thread: two threads
+# parsing or compiling at once may fail with "SystemError: AST constructor recursion depth mismatch"
+# (gh-106905; it cost a default run its railway domain). Tools are parsed and compiled one at a time.
+_AST_LOCK = threading.Lock()
 
 _FORBIDDEN_NODES = {
     ast.Import: "imports are not allowed",
@@ -157,7 +163,8 @@ def compile_tool_module(tree: ast.Module, filename: str) -> CodeType:
                  if type(node) in _FORBIDDEN_NODES]
     if forbidden:
         raise ToolCompileError.of(forbidden)
-    result = compile_restricted_exec(tree, filename=filename, policy=_ToolPolicy)
+    with _AST_LOCK:
+        result = compile_restricted_exec(tree, filename=filename, policy=_ToolPolicy)
     if result.errors:
         raise ToolCompileError.of([f"{filename}: {e}" for e in result.errors])
     return result.code
@@ -313,7 +320,8 @@ def strip_hints(tree: ast.Module) -> None:
 
 def parse_tools(source: str, filename: str = "tools.py") -> ast.Module:
     try:
-        return ast.parse(source, filename=filename)
+        with _AST_LOCK:
+            return ast.parse(source, filename=filename)
     except SyntaxError as exc:
         raise ToolCompileError(f"{filename}:{exc.lineno}: {exc.msg}") from None
     except (ValueError, MemoryError, RecursionError) as exc:  # NUL bytes, nesting too deep

@@ -150,3 +150,41 @@ def test_schema_comes_from_type_hints_and_docstring(library):
 def test_malformed_tool_definitions_are_refused(source, message):
     with pytest.raises(ToolCompileError, match=message):
         build_toolkit(source, "probe.py")
+
+
+def test_domains_load_side_by_side_in_threads(library_source):
+    """Two threads loading tools at once (the LLM backend builds domains in threads): CPython 3.11's ast
+    module shares its conversion depth between threads, and a thread switch inside a parse failed a
+    default run's domain with "SystemError: AST constructor recursion depth mismatch". A collection
+    callback that yields the GIL makes such a switch happen inside nearly every parse."""
+    import gc
+    import threading
+    import time
+
+    def switch(phase, info):
+        if phase == "start":
+            time.sleep(0)
+
+    errors = []
+
+    def load():
+        for _ in range(15):
+            try:
+                load_domain_text(library_source["domain.yaml"], library_source["tools.py"], library_source["policy.md"],
+                                 "library")
+            except SystemError as exc:
+                errors.append(str(exc))
+
+    threshold = gc.get_threshold()
+    gc.callbacks.append(switch)
+    gc.set_threshold(50)
+    try:
+        threads = [threading.Thread(target=load) for _ in range(2)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    finally:
+        gc.callbacks.remove(switch)
+        gc.set_threshold(*threshold)
+    assert errors == []
