@@ -11,7 +11,8 @@ store in the run directory under a key computed before anything runs (flows/stag
   stored artifacts and says so (`stages.computed` is 0 in report.json);
 - `refresh` recomputes every stage of the requested domains.
 Domains run on the configured task runner (flows/runners.py); a domain's subflow and stages run
-on one worker.
+on one worker. With the default threads runner and the offline backend, the stages themselves
+compute in worker processes (flows/lanes.py), starting while Prefect's server starts.
 """
 
 # No `from __future__ import annotations` here: a process or Dask worker gets the flows pickled by
@@ -39,8 +40,9 @@ from toolscale.quality.report import markdown, totals
 
 from . import interrupts, llm_progress, local_server, progress
 from .reference import ReferenceConfig
-from .runners import parse_runner, task_runner
-from .stages import STAGES, DomainWork, StageCall, is_current, stage_keys
+from .runners import parse_runner, runs_in_this_process, task_runner, thread_count
+from .lanes import StageLanes
+from .stages import STAGE_NAMES, STAGES, DomainWork, compute_stage, is_current, stage_keys
 from .store import StageStore, read_json
 
 STAGE_RETRIES = 2  # for stages that call the synthesizer, when the backend calls out
@@ -116,19 +118,15 @@ def domain_entry(work: DomainWork) -> dict[str, Any]:
 
 @task(name="stage", task_run_name="{stage}-{domain}", cache_policy=NO_CACHE)
 def run_stage(stage: str, domain: str, work: DomainWork) -> float:
-    """Compute one stage and publish its artifact; returns the seconds it took."""
-    index = next(i for i, s in enumerate(STAGES) if s.name == stage)
-    earlier = [work.artifact(s.name) for s in STAGES[:index]]
-    start = time.perf_counter()
+    """Compute one stage and publish its artifact (or wait for the lane computing it); returns the
+    seconds it took."""
     logger = _run_logger()
-    live = llm_progress.watching(domain, stage, work.synth, logger) if STAGES[index].synthesizer else nullcontext()
-    with work.store.writing(stage, work.keys[stage]) as folder, live:
-        STAGES[index].run(StageCall(work, folder, earlier))
-        usage = work.synth.take_report() if hasattr(work.synth, "take_report") else None
-        if usage:  # the llm backend's requests, tokens and cost while computing this stage
-            (folder / "llm.json").write_text(json.dumps(usage) + "\n")
-        seconds = round(time.perf_counter() - start, 3)
-        (folder / "meta.json").write_text(json.dumps({"stage": stage, "key": work.keys[stage], "seconds": seconds}) + "\n")
+    if _lanes is not None and _lanes.computes(domain, stage):
+        seconds = _lanes.seconds(domain, stage)
+    else:
+        synthesizes = STAGES[STAGE_NAMES.index(stage)].synthesizer
+        with llm_progress.watching(domain, stage, work.synth, logger) if synthesizes else nullcontext():
+            seconds = compute_stage(work, stage)
     logger.info(f"{stage} of {domain}: computed in {seconds:.1f} s")
     return seconds
 
@@ -167,13 +165,16 @@ def build_domain(name: str, config: RunConfig, todo: list[str]) -> dict[str, Any
     """The stages `todo` of one domain (those the plan found not current); returns its report entry
     and what it computed."""
     work = domain_work(name, config)
-    work.store.clean(keep=work.keys)  # temporary folders of killed runs, artifacts of other settings
+    in_lane = _lanes is not None and any(_lanes.computes(name, stage) for stage in todo)
+    if not in_lane:  # a lane cleans its domain and says what it computes as it starts
+        work.store.clean(keep=work.keys)  # temporary folders of killed runs, artifacts of other settings
     calls_out = config.backend != "offline"
     asks_agent = config.reference is not None
     forget_run = _cancelled_if_stopped()
     try:
         for stage in STAGES:
-            progress.emit(name, stage.name, reused=stage.name not in todo)
+            if not in_lane:
+                progress.emit(name, stage.name, reused=stage.name not in todo)
             if stage.name not in todo:
                 reuse_stage(stage.name, name, work.keys[stage.name])
                 continue
@@ -294,11 +295,29 @@ def run_generation(config: RunConfig) -> dict[str, Any]:
             for stage in STAGES:
                 progress.emit(name, stage.name, reused=True)
         return finish_run(config, {}, {}, start)
-    runner = task_runner(config.runner, domains=sum(1 for todo in plan.values() if todo),
-                         io_bound=config.backend != "offline")
-    local_server.ensure_started(lambda message: progress.emit("prefect", "notice", message=message))
-    with tags(f"seed:{config.seed}", f"backend:{config.backend}"):  # a Prefect UI filters runs by them
-        return generate.with_options(task_runner=runner, flow_run_name=run_name(config))(config, plan)
+    domains = sum(1 for todo in plan.values() if todo)
+    runner = task_runner(config.runner, domains=domains, io_bound=config.backend != "offline")
+    global _lanes
+    if computes_in_lanes(config):  # they start now, while Prefect's server starts
+        _lanes = StageLanes({name: (domain_work(name, config), todo) for name, todo in plan.items() if todo},
+                            lanes=thread_count(config.runner, domains))
+    try:
+        local_server.ensure_started(lambda message: progress.emit("prefect", "notice", message=message))
+        with tags(f"seed:{config.seed}", f"backend:{config.backend}"):  # a Prefect UI filters runs by them
+            return generate.with_options(task_runner=runner, flow_run_name=run_name(config))(config, plan)
+    finally:
+        if _lanes is not None:
+            _lanes.close()
+        _lanes = None
+
+
+_lanes: StageLanes | None = None  # the run's worker processes, when its stages compute in lanes
+
+
+def computes_in_lanes(config: RunConfig) -> bool:
+    """Offline stages with no reference agent compute in worker processes (flows/lanes.py) when
+    domains run in this process's threads; otherwise in the domain's own worker, as Prefect runs it."""
+    return config.backend == "offline" and config.reference is None and runs_in_this_process(config.runner)
 
 
 def run_name(config: RunConfig) -> str:

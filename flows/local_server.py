@@ -11,9 +11,6 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
-# Prefect waits 20 s by default; a first start migrates a new database, which took 18 s on 2 busy cores
-STARTUP_TIMEOUT_S = 120
-
 
 def is_ephemeral() -> bool:
     """True when runs go to a server this process starts (no PREFECT_API_URL in the environment or
@@ -28,13 +25,12 @@ def ensure_started(say: Callable[[str], None]) -> None:
     if not is_ephemeral():
         return
     from prefect.server.api.server import SubprocessASGIServer
-    from prefect.settings import PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS
 
     server = SubprocessASGIServer()
     if server.running:
         return
     say("starting Prefect's local server (set PREFECT_API_URL to use a running one)")
     started = time.perf_counter()
-    server.start(timeout=max(STARTUP_TIMEOUT_S, PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS.value()))
+    server.start()
     say(f"Prefect's local server is up after {time.perf_counter() - started:.1f}s at {server.api_url}")
 

@@ -25,6 +25,7 @@ from toolscale.pipeline.export import atomic_write
 from toolscale.pipeline.card import render_card, with_repo_id
 from toolscale.pipeline.hf import TEST_FRACTION, Run, read_run, write_dataset
 from toolscale.pipeline.tau2 import write_packages
+from toolscale.pipeline.workers import cores
 from toolscale.quality.stats import dataset_stats
 
 from .digests import code_digest, files_digest, json_digest
@@ -60,11 +61,12 @@ def build_hf(run: Run, test_fraction: float = TEST_FRACTION) -> dict[str, Any]:
     return {"rows": counts, "fingerprint": fingerprint, **stats}
 
 
-def build_tau2(run: Run, test_fraction: float = TEST_FRACTION) -> list[str]:
-    """Write OUT/tau2/<domain>/ for every finished domain; returns the domain names."""
+def build_tau2(run: Run, test_fraction: float = TEST_FRACTION, workers: int = 1) -> list[str]:
+    """Write OUT/tau2/<domain>/ for every finished domain (in `workers` processes); returns the
+    domain names."""
     tmp, final = run.out / ".tau2.tmp", run.out / "tau2"
     shutil.rmtree(tmp, ignore_errors=True)
-    written = write_packages(run, tmp, test_fraction)
+    written = write_packages(run, tmp, test_fraction, workers)
     _swap_in(tmp, final)
     return [path.name for path in written]
 
@@ -135,7 +137,7 @@ def hf_stage(run: Run, test_fraction: float) -> dict[str, Any]:
 
 @task(name="tau2-packages", cache_policy=NO_CACHE)
 def tau2_stage(run: Run, test_fraction: float) -> list[str]:
-    return build_tau2(run, test_fraction)
+    return build_tau2(run, test_fraction, workers=cores())
 
 
 @flow(name="publish")
@@ -146,8 +148,9 @@ def publish(out: Path, test_fraction: float = TEST_FRACTION) -> dict[str, Any]:
     out = Path(out)
     key = publication_key(out, test_fraction)
     run = read_stage(out)
+    packages = tau2_stage.submit(run, test_fraction)  # in worker processes, while this one writes OUT/hf
     dataset = hf_stage(run, test_fraction)
-    packages = tau2_stage(run, test_fraction)
+    packages = packages.result()
     summary = {"tasks": dataset["rows"]["tasks"], "domains": len(run.names), "tau2": packages}
     _record(out, dataset, seconds=round(time.perf_counter() - start, 3))
     mark_published(out, key, summary, dataset)

@@ -70,8 +70,7 @@ def task_runner(text: str, domains: int, io_bound: bool = False) -> Any:
     if spec.kind == "threads":
         from prefect.task_runners import ThreadPoolTaskRunner
 
-        threads = spec.workers or (DEFAULT_THREADS if io_bound else os.cpu_count() or 1)
-        return ThreadPoolTaskRunner(max_workers=max(1, min(threads, domains)))
+        return ThreadPoolTaskRunner(max_workers=thread_count(text, domains, io_bound))
     if spec.kind == "processes":
         from prefect.task_runners import ProcessPoolTaskRunner
 
@@ -93,6 +92,12 @@ def task_runner(text: str, domains: int, io_bound: bool = False) -> Any:
     if spec.address:
         return RayTaskRunner(address=spec.address)
     return RayTaskRunner(init_kwargs={"num_cpus": local, "include_dashboard": False})
+
+
+def thread_count(text: str, domains: int, io_bound: bool = False) -> int:
+    """How many domains the threads runner `text` runs at once."""
+    threads = parse_runner(text).workers or (DEFAULT_THREADS if io_bound else os.cpu_count() or 1)
+    return max(1, min(threads, domains))
 
 
 def runs_in_this_process(text: str) -> bool:

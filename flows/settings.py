@@ -39,7 +39,8 @@ def configure_prefect() -> None:
         "DO_NOT_TRACK": "1",
         "PREFECT_LOGGING_SETTINGS_PATH": str(LOGGING_CONFIG),
         "PREFECT_LOGGING_LEVEL": "INFO" if debug else "WARNING",
-        "PREFECT_SERVER_LOGGING_LEVEL": "ERROR",
+        # the local server logs a traceback per unflushed event when a stopped run stops it
+        "PREFECT_SERVER_LOGGING_LEVEL": "ERROR" if debug else "CRITICAL",
         "PREFECT_LOGGING_TO_API_ENABLED": "true",
         "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "120",
         "PREFECT_RESULTS_PERSIST_BY_DEFAULT": "false",

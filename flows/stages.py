@@ -15,6 +15,8 @@ Adding a stage is a function `_name(call: StageCall) -> None` and one `Stage(...
 from __future__ import annotations
 
 import dataclasses
+import json
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -204,6 +206,21 @@ STAGES: tuple[Stage, ...] = (
 )
 STAGE_NAMES = tuple(s.name for s in STAGES)
 BASE_CODE = ("toolscale.flows.store", "toolscale.domains")
+
+
+def compute_stage(work: DomainWork, stage: str) -> float:
+    """Compute one stage and publish its artifact; returns the seconds it took."""
+    index = STAGE_NAMES.index(stage)
+    earlier = [work.artifact(s.name) for s in STAGES[:index]]
+    start = time.perf_counter()
+    with work.store.writing(stage, work.keys[stage]) as folder:
+        STAGES[index].run(StageCall(work, folder, earlier))
+        usage = work.synth.take_report() if hasattr(work.synth, "take_report") else None
+        if usage:  # the llm backend's requests, tokens and cost while computing this stage
+            (folder / "llm.json").write_text(json.dumps(usage) + "\n")
+        seconds = round(time.perf_counter() - start, 3)
+        (folder / "meta.json").write_text(json.dumps({"stage": stage, "key": work.keys[stage], "seconds": seconds}) + "\n")
+    return seconds
 
 
 def stage_keys(domain: str, settings: dict[str, Any], synth: Any) -> dict[str, str]:

@@ -19,6 +19,7 @@ import re
 import sys
 import typing
 import warnings
+from itertools import repeat
 from pathlib import Path
 from typing import Any, Literal
 from string import Template
@@ -28,6 +29,7 @@ from toolscale.domains import dictdb
 from .export import atomic_write
 from .hf import BuiltDomain, PublishError, Run
 from .tau2_templates import TEMPLATES
+from .workers import process_pool
 
 RUNTIME_ROOT = "dictdb"
 ALLOWED_IMPORTS = {"__future__", "ast", "builtins", "collections", "ctypes", "datetime", "hashlib", "json", "keyword",
@@ -229,15 +231,24 @@ def write_package(built: BuiltDomain, folder: Path, splits: dict[str, str],
     return folder
 
 
-def write_packages(run: Run, dest: Path, test_fraction: float) -> list[Path]:
+def write_packages(run: Run, dest: Path, test_fraction: float, workers: int = 1) -> list[Path]:
     """A package per finished domain of `run` under `dest`, with the dataset's train/test split,
-    each checked on a sample of its tasks (verify_package) before the next is loaded and written."""
-    runtime = vendored_runtime()
-    written = []
-    for built in run.each():
-        written.append(write_package(built, dest / built.domain.name, run.splits(built, test_fraction), runtime))
-        verify_package(written[-1], built)
-    return written
+    each checked on a sample of its tasks (verify_package); a domain is loaded, written and checked
+    before the next, or side by side in `workers` worker processes."""
+    if workers <= 1 or len(run.names) <= 1:
+        runtime = vendored_runtime()
+        return [write_checked_package(run, name, dest, test_fraction, runtime) for name in run.names]
+    with process_pool(min(workers, len(run.names))) as pool:
+        return list(pool.map(write_checked_package, repeat(run), run.names, repeat(dest), repeat(test_fraction)))
+
+
+def write_checked_package(run: Run, name: str, dest: Path, test_fraction: float,
+                          runtime: dict[str, str] | None = None) -> Path:
+    """Load one finished domain, write its package under `dest` and check it (verify_package)."""
+    built = run.load(name)
+    folder = write_package(built, dest / name, run.splits(built, test_fraction), runtime)
+    verify_package(folder, built)
+    return folder
 
 
 _imports = itertools.count()

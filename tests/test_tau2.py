@@ -13,7 +13,7 @@ from published_run import published_run
 from tau2_replay import compare_runtimes
 from toolscale.domains import Environment, Task, dictdb, load_domain
 from toolscale.pipeline.hf import PublishError, read_run
-from toolscale.pipeline.tau2 import _without_sql, import_package, verify_package, write_package
+from toolscale.pipeline.tau2 import _without_sql, import_package, verify_package, write_package, write_packages
 
 DOMAINS = ("railway", "school")
 RUNTIME_DIR = Path(dictdb.__file__).parent
@@ -146,3 +146,34 @@ def test_publishing_refuses_a_package_that_answers_differently(out, tmp_path):
     (folder / "restricted_tools.py").write_text(source.replace("db.get(", "None and db.get("))
     with pytest.raises(PublishError, match="answers differently|another state"):
         verify_package(folder, built)
+
+
+def test_packages_written_side_by_side_in_worker_processes_are_the_ones_written_in_turn(out, tmp_path):
+    run = read_run(out)
+    in_turn = write_packages(run, tmp_path / "in_turn", 0.1, workers=1)
+    side_by_side = write_packages(run, tmp_path / "side_by_side", 0.1, workers=2)
+    assert [p.name for p in side_by_side] == [p.name for p in in_turn] == sorted(DOMAINS)
+    files = sorted(p.relative_to(tmp_path / "in_turn") for p in (tmp_path / "in_turn").rglob("*")
+                   if p.is_file() and "__pycache__" not in p.parts)
+    assert files == sorted(p.relative_to(tmp_path / "side_by_side") for p in (tmp_path / "side_by_side").rglob("*")
+                           if p.is_file() and "__pycache__" not in p.parts)
+    for path in files:
+        assert (tmp_path / "side_by_side" / path).read_bytes() == (tmp_path / "in_turn" / path).read_bytes(), path
+
+
+def test_a_package_a_worker_process_refuses_fails_the_publication(out, tmp_path):
+    """A domain whose package answers differently fails publishing with the package's one-line
+    reason, also when the packages are written and checked in worker processes."""
+    broken = tmp_path / "out"
+    for path in out.rglob("*"):
+        if path.is_file() and not {"tau2", "hf", "__pycache__"} & set(path.relative_to(out).parts):
+            target = broken / path.relative_to(out)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(path.read_bytes())
+    tasks = broken / DOMAINS[1] / "tasks.jsonl"
+    lines = tasks.read_text().splitlines()
+    first = json.loads(lines[0])
+    first["meta"]["final_state_hash"] = "0" * 64
+    tasks.write_text("\n".join([json.dumps(first), *lines[1:]]) + "\n")
+    with pytest.raises(PublishError, match=f"tau2/{DOMAINS[1]}: task .* ends in another state"):
+        write_packages(read_run(broken), tmp_path / "packages", 0.1, workers=2)

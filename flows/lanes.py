@@ -1,0 +1,106 @@
+"""Offline stages in worker processes, started as soon as a run is planned.
+
+Offline stages are pure CPU: in threads, two domains share one core (the GIL). Here each lane is one
+worker process (one lane per core by default) that takes the next planned domain and computes its
+stages in order, so a domain's design, rows and database are loaded once, in one process. The lanes
+start before Prefect's local server is up (its start costs a core for 10-20 s); the flow's stage
+task runs then wait for their stage here (flows/generate.py), so a Prefect UI still shows every
+domain and stage, with the seconds each took.
+"""
+
+from __future__ import annotations
+
+import pickle
+import threading
+from collections import deque
+from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+
+from toolscale.pipeline.workers import process_pool
+
+from . import progress
+from .stages import STAGE_NAMES, DomainWork, compute_stage
+
+
+class StageLanes:
+    """The planned stages of `works` (domain -> (its work, the stages to compute)), computed in
+    `lanes` worker processes, domains taken in the order given. `seconds(domain, stage)` waits for
+    one and returns the seconds it took, or raises what it raised."""
+
+    def __init__(self, works: dict[str, tuple[DomainWork, list[str]]], lanes: int) -> None:
+        self._works = works
+        self._todo = deque(works)
+        self._lock = threading.Lock()
+        self._closed = False
+        self._done: dict[tuple[str, str], Future[float]] = {
+            (name, stage): Future() for name, (_, todo) in works.items() for stage in todo}
+        self._threads = [threading.Thread(target=self._lane, name=f"toolscale-lane-{i}", daemon=True)
+                         for i in range(max(1, min(lanes, len(works))))]
+        for thread in self._threads:
+            thread.start()
+
+    def close(self) -> None:
+        """Start no more stages (the run ended early); the stages computing finish."""
+        with self._lock:
+            self._todo.clear()
+            self._closed = True
+
+    def computes(self, domain: str, stage: str) -> bool:
+        return (domain, stage) in self._done
+
+    def seconds(self, domain: str, stage: str) -> float:
+        return self._done[(domain, stage)].result()
+
+    def _next(self) -> str | None:
+        with self._lock:
+            return self._todo.popleft() if self._todo else None
+
+    def _lane(self) -> None:
+        pool = process_pool(1)
+        try:
+            while (name := self._next()) is not None:
+                if not self._build(pool, name):
+                    pool.shutdown(wait=False, cancel_futures=True)
+                    pool = process_pool(1)  # it died (killed, out of memory): a new one for the next domain
+        finally:
+            pool.shutdown(wait=False, cancel_futures=True)
+
+    def _build(self, pool: ProcessPoolExecutor, name: str) -> bool:
+        """Compute one domain's stages on `pool`; False if the worker process died."""
+        work, todo = self._works[name]
+        work.store.clean(keep=work.keys)  # temporary folders of killed runs, artifacts of other settings
+        for stage in STAGE_NAMES:
+            progress.emit(name, stage, reused=stage not in todo)
+            if stage not in todo:
+                continue
+            if self._closed:
+                self._done[(name, stage)].set_exception(RuntimeError("not computed: the run ended"))
+                continue
+            try:
+                self._done[(name, stage)].set_result(pool.submit(_compute, work, stage).result())
+            except BaseException as exc:  # noqa: BLE001 - the flow's stage task raises it
+                self._done[(name, stage)].set_exception(exc)
+                for later in todo[todo.index(stage) + 1:]:
+                    self._done[(name, later)].set_exception(RuntimeError(f"not computed: {stage} failed"))
+                return not isinstance(exc, BrokenProcessPool)
+        return True
+
+
+_current: DomainWork | None = None  # in a worker: the domain it is computing, loaded once
+
+
+def _compute(work: DomainWork, stage: str) -> float:
+    """In a worker: compute `stage` of the domain (its work reused from the stage before)."""
+    global _current
+    if _current is None or (_current.name, _current.keys) != (work.name, work.keys):
+        if _current is not None:
+            _current.close()
+        _current = work
+    try:
+        return compute_stage(_current, stage)
+    except Exception as exc:
+        try:  # the parent gets the exception itself when it survives pickling, else its text
+            pickle.loads(pickle.dumps(exc))
+        except Exception:  # noqa: BLE001 - any exception a stage raised must reach the parent as one line
+            raise RuntimeError(f"{type(exc).__name__}: {exc}") from None
+        raise
