@@ -6,7 +6,10 @@ fix the spec without guessing.
 
 from __future__ import annotations
 
+import hashlib
 import keyword
+import threading
+from collections import OrderedDict
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -147,7 +150,31 @@ def _name_problems(spec: DomainSpec) -> Iterator[tuple[tuple[Any, ...], str]]:
                 yield at, f"{indexes[index]} and {column} would both get index {index}"
 
 
+# A run loads each domain's texts twice (its design stage, then the stages that use the Domain), and
+# compiling the tools costs a fifth of a second: the last few loads are kept, by their texts. A Domain
+# is not changed once loaded (its dataclass and spec are frozen), so callers can share one.
+_LOADED: OrderedDict[bytes, Domain] = OrderedDict()
+_LOADED_LOCK = threading.Lock()
+_LOADED_MAX = 16
+
+
 def load_domain_text(spec_text: str, tools_text: str, policy_text: str, origin: str = "<memory>") -> Domain:
+    """The Domain of these texts. `origin` names the files in error messages (and in the tools'
+    compiled code, which nothing shows): a load that succeeded is reused whatever its origin."""
+    key = hashlib.blake2b(repr((spec_text, tools_text, policy_text)).encode(), digest_size=16).digest()
+    with _LOADED_LOCK:
+        if key in _LOADED:
+            _LOADED.move_to_end(key)
+            return _LOADED[key]
+    domain = _load_domain_text(spec_text, tools_text, policy_text, origin)
+    with _LOADED_LOCK:
+        _LOADED[key] = domain
+        while len(_LOADED) > _LOADED_MAX:
+            _LOADED.popitem(last=False)
+    return domain
+
+
+def _load_domain_text(spec_text: str, tools_text: str, policy_text: str, origin: str) -> Domain:
     spec = parse_spec(spec_text, f"{origin}/domain.yaml")
     try:
         toolkit = build_toolkit(tools_text, f"{origin}/tools.py")

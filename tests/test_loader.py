@@ -75,3 +75,15 @@ def test_every_rule_and_intent_naming_an_unknown_tool_is_listed_at_once(library_
     assert [line.split(": ", 1)[1] for line in lines] == [
         "rule 'active_members' names unknown tool(s) lend_book", "rule 'copies' names unknown tool(s) lend_book",
         "intent 'borrow' uses unknown tool 'find_patron'"]
+
+
+def test_the_same_texts_load_once_and_a_failure_names_its_own_origin(library_source):
+    texts = (library_source["domain.yaml"], library_source["tools.py"], library_source["policy.md"])
+    first = load_domain_text(*texts, "library")
+    assert load_domain_text(*texts, "elsewhere") is first  # the compiled tools are reused
+    bank = builtin_domain("bank")
+    assert bank.path is not None and load_domain(bank.path).toolkit is bank.toolkit  # each with its own path
+    broken = library_source["tools.py"] + "\nimport os\n"
+    for origin in ("one", "two"):  # a failed load is not kept: each names its own file
+        with pytest.raises(DomainError, match=rf"^{origin}/tools.py"):
+            load_domain_text(texts[0], broken, texts[2], origin)

@@ -168,10 +168,10 @@ def test_domains_load_side_by_side_in_threads(library_source):
     errors = []
 
     def load():
-        for _ in range(15):
+        for n in range(15):  # texts no other load had: load_domain_text would reuse that one, parsing nothing
+            tools = f"{library_source['tools.py']}\n# load {threading.get_ident()} {n}\n"
             try:
-                load_domain_text(library_source["domain.yaml"], library_source["tools.py"], library_source["policy.md"],
-                                 "library")
+                load_domain_text(library_source["domain.yaml"], tools, library_source["policy.md"], "library")
             except SystemError as exc:
                 errors.append(str(exc))
 
