@@ -3,7 +3,7 @@
 For each scale it runs the real CLI in a fresh directory and prints wall time, accepted tasks,
 candidates, tasks per second, and peak RSS (of the CLI process, and of its whole process tree,
 which includes Prefect's ephemeral server). Then, for the default size, it runs the same stages
-in-process without Prefect (plain function calls, one domain after another) and splits the CLI's
+without Prefect (the run's own worker processes, one per core, and nothing else) and splits the CLI's
 wall time into stage work and everything else (interpreter and imports, Prefect's server start-up,
 flow and task-run bookkeeping, shutdown); it also times a rerun of the finished run.
 
@@ -76,18 +76,20 @@ def run_measured(cmd: list[str], cwd: Path, out: Path) -> dict[str, float]:
 
 
 def plain_stage_seconds(domains: list[str], out: Path) -> float:
-    """The stages of every domain as plain calls (no Prefect run), one domain after another."""
-    from toolscale.flows.generate import RunConfig, domain_work, run_stage, stages_to_run
+    """The stages of every domain without Prefect: the run's own lanes (flows/lanes.py, one worker
+    process per core) and nothing else, until the last stage is stored."""
+    from toolscale.flows.generate import RunConfig, domain_work, stages_to_run
+    from toolscale.flows.lanes import StageLanes
+    from toolscale.flows.runners import thread_count
 
     config = RunConfig(domains=domains, out=out)
     start = time.perf_counter()
-    for name in domains:
-        work = domain_work(name, config)
-        try:
-            for stage in stages_to_run(work, refresh=True):
-                run_stage.fn(stage, name, work)
-        finally:
-            work.close()
+    works = {name: (work, stages_to_run(work, refresh=True)) for name in domains
+             for work in [domain_work(name, config)]}
+    lanes = StageLanes(works, thread_count(config.runner, len(domains)))
+    for name, (_, todo) in works.items():
+        for stage in todo:
+            lanes.seconds(name, stage)
     return time.perf_counter() - start
 
 
@@ -127,7 +129,7 @@ def main() -> None:
     gen = m["gen_s"]
     print(f"\ndefault size: generation {gen:.1f} s (until report.json) = flow {flow:.1f} s + outside the flow "
           f"{gen - flow:.1f} s (interpreter, imports, Prefect's server start-up)")
-    print(f"  the same stages as plain calls, no Prefect: {plain:.1f} s")
+    print(f"  the same stages in the same worker processes, no Prefect: {plain:.1f} s")
     print(f"  Prefect's start-up and overhead: {gen - plain:.1f} s = {(gen - plain) / gen:.0%} of the generation "
           f"({gen - flow:.1f} s outside the flow, {flow - plain:+.1f} s inside it)")
     print(f"  rerun of the finished run (no stage recomputed; Prefect not started for it): generation "

@@ -318,10 +318,15 @@ def strip_hints(tree: ast.Module) -> None:
             node.annotation = None
 
 
+def parse_python(source: str, filename: str = "<unknown>") -> ast.Module:
+    """ast.parse, one thread at a time (see _AST_LOCK): what every parse in toolscale goes through."""
+    with _AST_LOCK:
+        return ast.parse(source, filename=filename)
+
+
 def parse_tools(source: str, filename: str = "tools.py") -> ast.Module:
     try:
-        with _AST_LOCK:
-            return ast.parse(source, filename=filename)
+        return parse_python(source, filename)
     except SyntaxError as exc:
         raise ToolCompileError(f"{filename}:{exc.lineno}: {exc.msg}") from None
     except (ValueError, MemoryError, RecursionError) as exc:  # NUL bytes, nesting too deep

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from toolscale.domains.domain import BUILTIN_DIR, BUILTIN_DOMAINS
+from toolscale.domains.sandbox import parse_python
 
 PACKAGE = "toolscale"
 PROMPTS_DIR = Path(__file__).resolve().parent.parent / "prompts"
@@ -45,7 +46,7 @@ def _module_file(name: str) -> Path | None:
 
 def _imports(name: str, path: Path) -> set[str]:
     """The toolscale modules `name` imports (absolute and relative), as dotted names."""
-    tree = ast.parse(path.read_text(encoding="utf-8"))
+    tree = parse_python(path.read_text(encoding="utf-8"))
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     found: set[str] = set()
     for node in ast.walk(tree):

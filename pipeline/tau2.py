@@ -25,6 +25,7 @@ from typing import Any, Literal
 from string import Template
 
 from toolscale.domains import dictdb
+from toolscale.domains.sandbox import parse_python
 
 from .export import atomic_write
 from .hf import BuiltDomain, PublishError, Run
@@ -63,7 +64,7 @@ def _names(node: ast.stmt, ctx: type) -> set[str]:
 def _without_sql(name: str, source: str) -> str:
     """The module less its SQL imports and every top-level statement that needs them (to a fixpoint);
     each statement kept is copied line for line."""
-    tree = ast.parse(source)
+    tree = parse_python(source)
     body = tree.body[1:] if ast.get_docstring(tree) is not None else tree.body
     dropped = [n for n in body if _needs_sql(n)]
     while True:
@@ -93,10 +94,10 @@ def vendored_runtime() -> dict[str, str]:
         if name in files:
             continue
         source = (Path(dictdb.__file__).parent / f"{name}.py").read_text(encoding="utf-8")
-        if any(_needs_sql(n) for n in ast.parse(source).body):
+        if any(_needs_sql(n) for n in parse_python(source).body):
             source = _without_sql(name, source)
         files[name] = source
-        for node in ast.parse(source).body:
+        for node in parse_python(source).body:
             if isinstance(node, ast.ImportFrom) and node.level == 1:
                 pending.append(node.module)
             elif isinstance(node, (ast.Import, ast.ImportFrom)):
@@ -164,7 +165,7 @@ def tools_source(built: BuiltDomain) -> str:
     Signatures are written from the checked toolkit (its argument models), never copied from the
     source, so nothing but whitelisted hints and literal defaults reaches plain Python."""
     domain = built.domain
-    tree = ast.parse(domain.sources["tools.py"])
+    tree = parse_python(domain.sources["tools.py"])
     methods, signatures = [], []
     for fn in (n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name in domain.toolkit.specs):
         spec = domain.toolkit.specs[fn.name]
@@ -234,8 +235,8 @@ def write_package(built: BuiltDomain, folder: Path, splits: dict[str, str],
 def write_packages(run: Run, dest: Path, test_fraction: float, workers: int = 1) -> list[Path]:
     """A package per finished domain of `run` under `dest`, with the dataset's train/test split,
     each checked on a sample of its tasks (verify_package); a domain is loaded, written and checked
-    before the next, or side by side in `workers` worker processes."""
-    if workers <= 1 or len(run.names) <= 1:
+    before the next, or side by side in `workers` worker processes (at most one per domain)."""
+    if workers <= 1:
         runtime = vendored_runtime()
         return [write_checked_package(run, name, dest, test_fraction, runtime) for name in run.names]
     with process_pool(min(workers, len(run.names))) as pool:
@@ -276,7 +277,7 @@ _PLAIN_HINT_NAMES = {"str", "int", "float", "bool", "list", "dict", "Literal", "
 def check_tools_module(text: str, where: str) -> None:
     """PublishError unless every hint and default of the package's plain-Python tools.py is a
     whitelisted name or a constant: what runs when the module is imported, checked once more."""
-    for fn in (n for n in ast.walk(ast.parse(text)) if isinstance(n, ast.FunctionDef)):
+    for fn in (n for n in ast.walk(parse_python(text)) if isinstance(n, ast.FunctionDef)):
         args = fn.args
         evaluated = [fn.returns, *args.defaults, *(a.annotation for a in args.args)]  # decorators are ours
         for node in (n for expr in evaluated if expr is not None for n in ast.walk(expr)):
