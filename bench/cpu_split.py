@@ -60,8 +60,8 @@ def measure(args: list[str], cwd: Path) -> tuple[float, dict[str, float]]:
                 pass
         time.sleep(0.2)
     wall = time.perf_counter() - start
-    if proc.returncode != 0:
-        raise SystemExit(f"{' '.join(cmd)} exited {proc.returncode}:\n{proc.stderr.read()[-2000:]}")
+    if proc.returncode != 0:  # said, and measured all the same: a failed domain is part of the run
+        print(f"{' '.join(cmd)} exited {proc.returncode}: {proc.stderr.read().strip().splitlines()[-1:]}")
     split: dict[str, float] = defaultdict(float)
     for name, cpu in seen.values():
         split[name] += cpu

@@ -39,9 +39,9 @@ from toolscale.quality.gates import screen
 from toolscale.quality.report import markdown, totals
 
 from . import interrupts, llm_progress, local_server, progress
+from .lanes import StageLanes
 from .reference import ReferenceConfig
 from .runners import parse_runner, runs_in_this_process, task_runner, thread_count
-from .lanes import StageLanes
 from .stages import STAGE_NAMES, STAGES, DomainWork, compute_stage, is_current, stage_keys
 from .store import StageStore, read_json
 

@@ -40,10 +40,15 @@ class StageLanes:
             thread.start()
 
     def close(self) -> None:
-        """Start no more stages (the run ended early); the stages computing finish."""
+        """Start no more stages (the run ended early): the stages computing finish, the others are
+        answered with an error."""
         with self._lock:
+            never = list(self._todo)
             self._todo.clear()
             self._closed = True
+        for name in never:
+            for stage in self._works[name][1]:
+                self._done[(name, stage)].set_exception(RuntimeError("not computed: the run ended"))
 
     def computes(self, domain: str, stage: str) -> bool:
         return (domain, stage) in self._done
@@ -66,23 +71,23 @@ class StageLanes:
             pool.shutdown(wait=False, cancel_futures=True)
 
     def _build(self, pool: ProcessPoolExecutor, name: str) -> bool:
-        """Compute one domain's stages on `pool`; False if the worker process died."""
+        """Compute one domain's stages on `pool`; False if the worker process died. Every one of
+        its stages ends with a result or an exception, whatever happens: the flow waits for them."""
         work, todo = self._works[name]
-        work.store.clean(keep=work.keys)  # temporary folders of killed runs, artifacts of other settings
-        for stage in STAGE_NAMES:
-            progress.emit(name, stage, reused=stage not in todo)
-            if stage not in todo:
-                continue
-            if self._closed:
-                self._done[(name, stage)].set_exception(RuntimeError("not computed: the run ended"))
-                continue
-            try:
-                self._done[(name, stage)].set_result(pool.submit(_compute, work, stage).result())
-            except BaseException as exc:  # noqa: BLE001 - the flow's stage task raises it
-                self._done[(name, stage)].set_exception(exc)
-                for later in todo[todo.index(stage) + 1:]:
-                    self._done[(name, later)].set_exception(RuntimeError(f"not computed: {stage} failed"))
-                return not isinstance(exc, BrokenProcessPool)
+        try:
+            work.store.clean(keep=work.keys)  # temporary folders of killed runs, artifacts of other settings
+            for stage in STAGE_NAMES:
+                progress.emit(name, stage, reused=stage not in todo)
+                if stage in todo:
+                    if self._closed:
+                        raise RuntimeError("not computed: the run ended")
+                    self._done[(name, stage)].set_result(pool.submit(_compute, work, stage).result())
+        except BaseException as exc:  # noqa: BLE001 - the flow's stage task raises it
+            waiting = [stage for stage in todo if not self._done[(name, stage)].done()]
+            for stage in waiting:
+                self._done[(name, stage)].set_exception(
+                    exc if stage == waiting[0] else RuntimeError(f"not computed: {waiting[0]} failed"))
+            return not isinstance(exc, BrokenProcessPool)
         return True
 
 
