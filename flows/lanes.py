@@ -18,7 +18,7 @@ from concurrent.futures.process import BrokenProcessPool
 
 from toolscale.pipeline.workers import process_pool
 
-from . import progress
+from . import interrupts, progress
 from .stages import STAGE_NAMES, DomainWork, compute_stage
 
 
@@ -32,6 +32,8 @@ class StageLanes:
         self._todo = deque(works)
         self._lock = threading.Lock()
         self._closed = False
+        self._stopping = False
+        self._forget_stop = interrupts.when_stopped(self._stop)
         self._done: dict[tuple[str, str], Future[float]] = {
             (name, stage): Future() for name, (_, todo) in works.items() for stage in todo}
         self._threads = [threading.Thread(target=self._lane, name=f"toolscale-lane-{i}", daemon=True)
@@ -42,6 +44,7 @@ class StageLanes:
     def close(self) -> None:
         """Start no more stages (the run ended early): the stages computing finish, the others are
         answered with an error."""
+        self._forget_stop()
         with self._lock:
             never = list(self._todo)
             self._todo.clear()
@@ -49,6 +52,11 @@ class StageLanes:
         for name in never:
             for stage in self._works[name][1]:
                 self._done[(name, stage)].set_exception(RuntimeError("not computed: the run ended"))
+
+    def _stop(self, signal_name: str) -> None:
+        """The process is stopping (flows/interrupts.py): its flow runs are marked Cancelled, and a
+        worker it kills next must not fail them now."""
+        self._stopping = True
 
     def computes(self, domain: str, stage: str) -> bool:
         return (domain, stage) in self._done
@@ -83,6 +91,8 @@ class StageLanes:
                         raise RuntimeError("not computed: the run ended")
                     self._done[(name, stage)].set_result(pool.submit(_compute, work, stage).result())
         except BaseException as exc:  # noqa: BLE001 - the flow's stage task raises it
+            if self._stopping:
+                return False  # the process ends in a moment, its runs Cancelled: nothing to answer
             waiting = [stage for stage in todo if not self._done[(name, stage)].done()]
             for stage in waiting:
                 self._done[(name, stage)].set_exception(
