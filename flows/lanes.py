@@ -80,7 +80,8 @@ class StageLanes:
 
     def _build(self, pool: ProcessPoolExecutor, name: str) -> bool:
         """Compute one domain's stages on `pool`; False if the worker process died. Every one of
-        its stages ends with a result or an exception, whatever happens: the flow waits for them."""
+        its stages ends with a result or an exception, whatever happens short of a stop: the flow
+        waits for them."""
         work, todo = self._works[name]
         try:
             work.store.clean(keep=work.keys)  # temporary folders of killed runs, artifacts of other settings
