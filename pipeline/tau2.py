@@ -236,11 +236,12 @@ def write_packages(run: Run, dest: Path, test_fraction: float, workers: int = 1)
     """A package per finished domain of `run` under `dest`, with the dataset's train/test split,
     each checked on a sample of its tasks (verify_package); a domain is loaded, written and checked
     before the next, or side by side in `workers` worker processes (at most one per domain)."""
+    runtime = vendored_runtime()  # the same for every package: read and trimmed once
     if workers <= 1:
-        runtime = vendored_runtime()
         return [write_checked_package(run, name, dest, test_fraction, runtime) for name in run.names]
     with process_pool(min(workers, len(run.names))) as pool:
-        return list(pool.map(write_checked_package, repeat(run), run.names, repeat(dest), repeat(test_fraction)))
+        return list(pool.map(write_checked_package, repeat(run), run.names, repeat(dest), repeat(test_fraction),
+                             repeat(runtime)))
 
 
 def write_checked_package(run: Run, name: str, dest: Path, test_fraction: float,
