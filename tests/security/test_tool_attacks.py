@@ -544,3 +544,21 @@ def test_constants_that_merely_spell_inf_or_nan_are_literals(library, library_ro
 def test_a_non_finite_float_inside_a_constant_is_refused(constant, library, library_rows):
     with pytest.raises(DomainError, match="is not a literal constant"):
         attack("environment", library, library_rows, probe_source("return {}", before=f"X = {constant}\n"))
+
+
+def test_a_tools_hidden_state_does_not_travel_between_environments_of_one_loaded_domain(library, library_rows):
+    """load_domain_text hands the same Domain to every load of the same texts: a tool that keeps state
+    in a mutable default must still start fresh in every environment built from it, and in every fork."""
+    tail = 'def remember(x, seen={}):\n    seen[x] = len(seen)\n    return len(seen)\n' + \
+        probe_source('return {"n": remember(text)}')
+    source = library.sources["tools.py"] + tail
+    first = load_domain_text(library.sources["domain.yaml"], source, library.policy)
+    second = load_domain_text(library.sources["domain.yaml"], source, library.policy)
+    assert second is first
+    with Environment.from_rows(first, library_rows) as env:
+        assert env.call("probe", {"text": "a"}).output == {"n": 1}
+        assert env.call("probe", {"text": "b"}).output == {"n": 2}  # within one environment it is kept
+        with env.fork() as fork:
+            assert fork.call("probe", {"text": "c"}).output == {"n": 1}
+    with Environment.from_rows(second, library_rows) as env:
+        assert env.call("probe", {"text": "z"}).output == {"n": 1}
