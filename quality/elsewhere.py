@@ -3,21 +3,29 @@
 A tool whose outputs depend on the process (set order under hash randomization, memory
 addresses, anything the interpreter picks at start-up) replays the same twice in one process and
 differently in the next one, which is where τ²-bench and the trainer replay it. So the gate also
-compares against a replay in a child interpreter, started once per gate run and left to work
-while the in-process gates run.
+compares against a replay in a child interpreter, left to work while the in-process gates run.
 
-    python -m toolscale.quality.elsewhere REQUEST.json   (the child; prints one JSON line per task)
+A child serves one gate run at a time and is kept for the next one: its start-up (imports, ~1 s of
+CPU) was most of a domain's cost when every gate run started its own. It ends when its parent's
+end closes its stdin, or is killed when it fails or runs past the time limit.
+
+    python -m toolscale.quality.elsewhere   (the child: reads a request file's path per line, writes
+                                             one JSON line per request)
 """
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
+import selectors
 import subprocess
 import sys
 import tempfile
+import threading
+import time
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from toolscale.domains import Environment, Task, load_domain_text
 
@@ -27,6 +35,100 @@ TIMEOUT_S = 600
 def other_hash_seed() -> str:
     """A hash seed that differs from this process's (random unless PYTHONHASHSEED fixes it)."""
     return "1" if os.environ.get("PYTHONHASHSEED") == "0" else "0"
+
+
+class _Child:
+    """A child interpreter replaying one request at a time."""
+
+    def __init__(self) -> None:
+        self._stderr = tempfile.TemporaryFile(mode="w+", encoding="utf-8")
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "toolscale.quality.elsewhere"], stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE, stderr=self._stderr, text=True, encoding="utf-8",
+            env={**os.environ, "PYTHONHASHSEED": other_hash_seed()})
+
+    def send(self, request: Path) -> bool:
+        try:
+            assert self.process.stdin is not None
+            self.process.stdin.write(f"{request}\n")
+            self.process.stdin.flush()
+            return True
+        except OSError:  # it died while idle
+            self.kill()
+            return False
+
+    def receive(self, timeout: float) -> list[Any] | str:
+        """The replies to the request sent, or why there are none (the child is then killed)."""
+        stdout = self.process.stdout
+        assert stdout is not None
+        with selectors.DefaultSelector() as selector:
+            selector.register(stdout, selectors.EVENT_READ)
+            ready = selector.select(timeout)
+        if not ready:
+            self.kill()
+            return f"the replay in a second interpreter ran past {timeout:.0f} s"
+        line = stdout.readline()
+        reply = json.loads(line) if line else {"error": self._last_words()}
+        if "error" in reply:
+            self.kill()
+            return f"the replay in a second interpreter failed: {reply['error']}"[:300]
+        return reply["results"]
+
+    def _last_words(self) -> str:
+        """The last line it wrote to stderr before it ended."""
+        self.process.wait()
+        self._stderr.seek(0)
+        return (self._stderr.read().strip().splitlines() or ["no message"])[-1]
+
+    def kill(self) -> None:
+        if self.process.poll() is None:
+            self.process.kill()
+        self.process.wait()
+        self.close()
+
+    def close(self) -> None:
+        """End it the way its parent's exit would: its stdin closes, it finishes and leaves."""
+        for stream in (self.process.stdin, self.process.stdout):
+            if stream is not None:
+                stream.close()
+        self._stderr.close()
+
+
+class _Children:
+    """The idle children of this process, one per gate run that runs at the same time (threads)."""
+
+    def __init__(self) -> None:
+        self._idle: list[_Child] = []
+        self._lock = threading.Lock()
+        atexit.register(self.close)
+
+    def take(self) -> _Child:
+        with self._lock:
+            while self._idle:
+                child = self._idle.pop()
+                if child.process.poll() is None:
+                    return child
+                child.kill()
+        return _Child()
+
+    def give_back(self, child: _Child) -> None:
+        with self._lock:
+            self._idle.append(child)
+
+    def close(self) -> None:
+        with self._lock:
+            idle, self._idle = self._idle, []
+        for child in idle:
+            child.close()
+        deadline = time.monotonic() + 2
+        for child in idle:
+            try:
+                child.process.wait(max(0.0, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                child.process.kill()
+
+
+_children = _Children()
 
 
 class OtherInterpreter:
@@ -43,10 +145,10 @@ class OtherInterpreter:
                    "policy.md": domain.policy, "database": str(folder / "db.sqlite"),
                    "tasks": [[[name, args] for name, args in task.gold_calls()] for task in tasks]}
         (folder / "request.json").write_text(json.dumps(request), encoding="utf-8")
-        self._process = subprocess.Popen(
-            [sys.executable, "-m", "toolscale.quality.elsewhere", str(folder / "request.json")],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-            env={**os.environ, "PYTHONHASHSEED": other_hash_seed()})
+        self._child = _children.take()
+        if not self._child.send(folder / "request.json"):
+            self._child = _Child()
+            self._child.send(folder / "request.json")
         self._results: list[Any] | str | None = None
 
     def result(self, task: Task) -> tuple[list[Any], str] | str:
@@ -59,21 +161,17 @@ class OtherInterpreter:
 
     def _collect(self) -> list[Any] | str:
         try:
-            out, err = self._process.communicate(timeout=TIMEOUT_S)
-        except subprocess.TimeoutExpired:
-            self._process.kill()
-            self._process.communicate()
-            return f"the replay in a second interpreter ran past {TIMEOUT_S} s"
+            results = self._child.receive(TIMEOUT_S)
         finally:
             self._folder.cleanup()
-        if self._process.returncode != 0:
-            last = (err.strip().splitlines() or ["no message"])[-1]
-            return f"the replay in a second interpreter failed: {last}"[:300]
-        return [json.loads(line) for line in out.splitlines()]
+        if not isinstance(results, str):
+            _children.give_back(self._child)
+        return results
 
 
-def _replay_all(request: dict[str, Any]) -> None:
+def _replay_all(request: dict[str, Any]) -> list[Any]:
     domain = load_domain_text(request["domain.yaml"], request["tools.py"], request["policy.md"], "replay")
+    results = []
     with Environment.from_sqlite(domain, request["database"]) as env:
         for calls in request["tasks"]:
             with env.fork() as fork:
@@ -83,8 +181,22 @@ def _replay_all(request: dict[str, Any]) -> None:
                     outputs.append(result.output)
                     if not result.ok:
                         break
-                print(json.dumps([outputs, fork.state_hash()]))
+                results.append([outputs, fork.state_hash()])
+    return results
+
+
+def _serve(requests: IO[str], replies: IO[str]) -> None:
+    for line in requests:
+        try:
+            reply: dict[str, Any] = {"results": _replay_all(json.loads(Path(line.strip()).read_text("utf-8")))}
+        except Exception as exc:  # noqa: BLE001 - the parent rejects the tasks with this reason
+            reply = {"error": f"{type(exc).__name__}: {exc}"}
+        replies.write(json.dumps(reply) + "\n")
+        replies.flush()
 
 
 if __name__ == "__main__":
-    _replay_all(json.loads(Path(sys.argv[1]).read_text(encoding="utf-8")))
+    # replies go to a private copy of stdout, so nothing else printed here can garble them
+    replies = os.fdopen(os.dup(sys.stdout.fileno()), "w", encoding="utf-8")
+    os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
+    _serve(sys.stdin, replies)

@@ -2,11 +2,21 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import psutil
 import pytest
 
 from toolscale.domains import Environment
 from toolscale.pipeline.synthesizer import OfflineSynthesizer
+from toolscale.quality import elsewhere
 from toolscale.quality.gates import DeterminismGate, GateContext, ReplayGate, run_gates
+
+FIXTURES = Path(__file__).parent / "fixtures"
 
 
 @pytest.fixture(scope="module")
@@ -96,3 +106,78 @@ def test_determinism_compares_with_a_replay_in_a_second_interpreter(library_task
         gate.prepare(elsewhere, tasks[:1])
         verdict = check(gate, env, tasks[0])
     assert not verdict.passed and verdict.reason.endswith("returned different outputs in a second interpreter")
+
+
+def _child_pid(gate: DeterminismGate) -> int:
+    return gate._elsewhere._child.process.pid
+
+
+def test_the_second_interpreter_serves_gate_run_after_gate_run(library_tasks):
+    env, tasks = library_tasks
+    pids = []
+    for _ in range(2):
+        gate = DeterminismGate()
+        gate.prepare(env, tasks[:3])
+        assert all(check(gate, env, task).passed for task in tasks[:3])
+        pids.append(_child_pid(gate))
+    assert pids[0] == pids[1]  # kept for the next run, not started again
+
+
+def test_a_second_interpreter_that_died_idle_is_replaced(library_tasks):
+    env, tasks = library_tasks
+    gate = DeterminismGate()
+    gate.prepare(env, tasks[:1])
+    assert check(gate, env, tasks[0]).passed
+    dead = _child_pid(gate)
+    gate._elsewhere._child.process.kill()
+    gate._elsewhere._child.process.wait()
+    gate = DeterminismGate()
+    gate.prepare(env, tasks[:1])
+    assert check(gate, env, tasks[0]).passed and _child_pid(gate) != dead
+
+
+def test_a_failed_replay_elsewhere_rejects_with_its_reason_and_the_next_run_gets_a_fresh_child(library_tasks):
+    env, tasks = library_tasks
+    gate = DeterminismGate()
+    gate.prepare(env, tasks[:1])
+    Path(gate._elsewhere._folder.name, "db.sqlite").unlink()  # the child finds no database to replay on
+    failing = _child_pid(gate)
+    verdict = check(gate, env, tasks[0])
+    assert not verdict.passed and verdict.reason.startswith("the replay in a second interpreter failed: ")
+    assert not psutil.pid_exists(failing)  # killed and reaped
+    gate = DeterminismGate()
+    gate.prepare(env, tasks[:1])
+    assert check(gate, env, tasks[0]).passed and _child_pid(gate) != failing
+
+
+def test_a_second_interpreter_past_its_time_is_killed_with_a_reason():
+    child = elsewhere._Child()  # sent nothing: it never answers
+    assert child.receive(timeout=0.5) == "the replay in a second interpreter ran past 0 s"
+    assert child.process.returncode is not None
+
+
+def test_the_second_interpreter_ends_with_its_parent(tmp_path):
+    script = tmp_path / "parent.py"
+    script.write_text(textwrap.dedent("""
+        from pathlib import Path
+        from toolscale.domains import Environment, load_domain
+        from toolscale.pipeline.populate import populate
+        from toolscale.pipeline.synthesizer import OfflineSynthesizer
+        from toolscale.quality.gates import DeterminismGate, GateContext
+
+        library = load_domain(Path(%r))
+        rows = populate(library.spec, seed=0)
+        with Environment.from_rows(library, rows) as env:
+            tasks, _ = OfflineSynthesizer().tasks(library, env, rows, seed=0)
+            gate = DeterminismGate()
+            gate.prepare(env, tasks[:1])
+            assert gate.check(GateContext(env, tasks[0])).passed
+            print(gate._elsewhere._child.process.pid, flush=True)
+    """) % str(FIXTURES / "library"))
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    child = int(done.stdout.split()[-1])
+    deadline = time.monotonic() + 10
+    while psutil.pid_exists(child) and psutil.Process(child).status() != psutil.STATUS_ZOMBIE:
+        assert time.monotonic() < deadline, "the second interpreter outlived its parent"
+        time.sleep(0.1)
