@@ -73,6 +73,10 @@ def template_digest(template: TaskTemplate) -> str:
     return hashlib.blake2b(blob.encode(), digest_size=8).hexdigest()
 
 
+def _row_key(table: str, row: dict[str, Any]) -> tuple[str, str]:
+    return table, json.dumps(row, sort_keys=True, default=str)
+
+
 class _Binder:
     """Draws one consistent set of rows (and derived values) for a template."""
 
@@ -93,12 +97,11 @@ class _Binder:
             chosen = None
             for i in range(len(pool)):
                 row = pool[(start + i) % len(pool)]
-                key = (binding.table, json.dumps(row, sort_keys=True, default=str))
-                if key in used:
+                if used and _row_key(binding.table, row) in used:  # no key to build while nothing is taken
                     continue
                 if binding.where is None or evaluate(binding.where, {**context, "row": row}):
                     chosen = row
-                    used.add(key)
+                    used.add(_row_key(binding.table, row))
                     break
             if chosen is None:
                 return None
@@ -112,23 +115,24 @@ def _candidates(domain: Domain, intent: Intent, rows: Rows, index: RowIndex, see
     """Distinct bound contexts for the template; a string instead says why binding failed."""
     template = intent.template
     rng = random.Random(derive_seed(seed, domain.name, intent.name))
-    faker = seeded_faker(["en_GB", "de_DE", "fr_FR", "es_ES", "it_IT", "nl_NL"], derive_seed(seed, domain.name, intent.name, "faker"))
-    binder = _Binder(domain, index, rng, faker)
-    seen: set[str] = set()
-    for _ in range(template.count):
-        for _attempt in range(BIND_ATTEMPTS):
-            try:
-                context = binder.bind(template)
-            except TemplateError as exc:
-                yield f"rows could not be bound: {exc}"
-                break
-            if context is None:
-                continue
-            key = json.dumps({k: context[k] for k in [*template.bind, *template.let]}, sort_keys=True, default=str)
-            if key not in seen:
-                seen.add(key)
-                yield context
-                break
+    with seeded_faker(["en_GB", "de_DE", "fr_FR", "es_ES", "it_IT", "nl_NL"],
+                      derive_seed(seed, domain.name, intent.name, "faker")) as faker:
+        binder = _Binder(domain, index, rng, faker)
+        seen: set[str] = set()
+        for _ in range(template.count):
+            for _attempt in range(BIND_ATTEMPTS):
+                try:
+                    context = binder.bind(template)
+                except TemplateError as exc:
+                    yield f"rows could not be bound: {exc}"
+                    break
+                if context is None:
+                    continue
+                key = json.dumps({k: context[k] for k in [*template.bind, *template.let]}, sort_keys=True, default=str)
+                if key not in seen:
+                    seen.add(key)
+                    yield context
+                    break
 
 
 def instantiate(domain: Domain, env: Environment, rows: Rows, intent: Intent, seed: int,

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import random
 import re
+from contextlib import ExitStack
 from datetime import timedelta
 from typing import Any
 
@@ -57,14 +58,16 @@ def typed(col: Column, value: Any) -> Any:
 
 
 class _TableFiller:
-    def __init__(self, spec: DomainSpec, table: Table, rows: Rows, seed: int) -> None:
+    def __init__(self, spec: DomainSpec, table: Table, rows: Rows, seed: int, held: ExitStack) -> None:
+        """`held` keeps the table's Fakers until the table is filled."""
         self.spec, self.table, self.rows = spec, table, rows
         self.rng = random.Random(derive_seed(seed, spec.name, table.name))
         self.helpers = random_helpers(self.rng)
         self.fakers = {}
         for locale in table.locales:
             try:
-                self.fakers[locale] = seeded_faker(locale, derive_seed(seed, spec.name, table.name, locale))
+                seed_of_locale = derive_seed(seed, spec.name, table.name, locale)
+                self.fakers[locale] = held.enter_context(seeded_faker(locale, seed_of_locale))
             except AttributeError:
                 raise PopulateError(f"{table.name}: unknown Faker locale {locale!r}") from None
         self.dates = date_helpers(spec.clock)
@@ -186,20 +189,21 @@ def populate(spec: DomainSpec, seed: int, scale: float = 1.0) -> Rows:
     errors: list[str] = []
     for table in spec.creation_order():
         out = rows[table.name] = _fixed_rows(table, errors)
-        try:
-            filler = _TableFiller(spec, table, rows, seed)
-        except PopulateError as exc:
-            errors.append(str(exc))
-            continue
-        if table.per is not None:
-            parent_table = table.column(table.per.column).references.split(".")[0]
-            for parent in rows[parent_table]:
-                for j in range(filler.rng.randint(table.per.min, table.per.max)):
-                    out.append(filler.row(len(out), parent, j))
-        else:
-            for i in range(max(round(table.rows * scale), needed.get(table.name, 0) - len(out))):
-                out.append(filler.row(len(out), None, i))
-        errors.extend(filler.errors.values())
+        with ExitStack() as held:
+            try:
+                filler = _TableFiller(spec, table, rows, seed, held)
+            except PopulateError as exc:
+                errors.append(str(exc))
+                continue
+            if table.per is not None:
+                parent_table = table.column(table.per.column).references.split(".")[0]
+                for parent in rows[parent_table]:
+                    for j in range(filler.rng.randint(table.per.min, table.per.max)):
+                        out.append(filler.row(len(out), parent, j))
+            else:
+                for i in range(max(round(table.rows * scale), needed.get(table.name, 0) - len(out))):
+                    out.append(filler.row(len(out), None, i))
+            errors.extend(filler.errors.values())
     if errors:
         raise PopulateError("\n".join(errors))
     return rows

@@ -136,3 +136,43 @@ def test_unique_vocabularies_last_to_sixteen_times_the_default_size():
     for table, column in (("sellers", "name"), ("listings", "title")):
         values = [r[column] for r in rows[table]]
         assert len(values) == len(set(values)) >= 16 * 16
+
+
+LOCALES = ["en_GB", "de_DE", "fr_FR", "es_ES", "it_IT", "nl_NL"]
+
+
+def _draws(faker) -> list:
+    return [faker.name(), faker.city(), faker.iban(), faker.company(), faker.bothify("??-####"),
+            faker.date_between("-30y", "-18y").isoformat(), faker.random_int(0, 10**9)]
+
+
+def test_a_reused_faker_draws_what_a_new_one_draws_for_its_seed():
+    from faker import Faker
+
+    from toolscale.pipeline.templating import seeded_faker
+
+    for seed in (1, 2):
+        with seeded_faker(LOCALES, 7) as used:  # used for another seed before each draw below
+            _draws(used)
+        with seeded_faker(LOCALES, seed) as reused:
+            assert reused is used
+            drawn = _draws(reused)
+        fresh = Faker(LOCALES)
+        fresh.seed_instance(seed)
+        for provider in (p for loc in fresh.locales for p in fresh[loc].providers):
+            if hasattr(provider, "cap_city_province"):
+                provider.cities = sorted(provider.cities)
+        assert drawn == _draws(fresh)
+
+
+def test_fakers_held_at_once_are_distinct_and_keep_their_draws():
+    from toolscale.pipeline.templating import seeded_faker
+
+    with seeded_faker(LOCALES, 1) as first, seeded_faker(LOCALES, 2) as second:
+        assert first is not second
+        interleaved = []
+        for _ in range(3):  # draws from the two alternate
+            interleaved.append(first.name())
+            second.name()
+    with seeded_faker(LOCALES, 1) as again:
+        assert interleaved == [again.name() for _ in range(3)]
