@@ -24,7 +24,7 @@ from prefect.cache_policies import NO_CACHE
 from toolscale.pipeline.export import atomic_write
 from toolscale.pipeline.card import render_card, with_repo_id
 from toolscale.pipeline.hf import TEST_FRACTION, Run, read_run, write_dataset
-from toolscale.pipeline.tau2 import write_packages
+from toolscale.pipeline.publication import published_domains
 from toolscale.pipeline.workers import cores
 from toolscale.quality.stats import dataset_stats
 
@@ -46,29 +46,24 @@ def _swap_in(tmp: Path, final: Path) -> None:
         tmp.rename(final)
 
 
-def build_hf(run: Run, test_fraction: float = TEST_FRACTION) -> dict[str, Any]:
-    """Write OUT/hf: the parquet of both configs, then the card with DuckDB statistics over it.
+def build_publication(run: Run, test_fraction: float = TEST_FRACTION,
+                      workers: int = 1) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Write OUT/hf (the parquet of both configs, then the card with DuckDB statistics over it) and
+    OUT/tau2/<domain>/ for every finished domain, each domain loaded once (in `workers` processes).
 
-    Returns {rows: {config: {split: n}}, fingerprint, per_domain, per_difficulty, per_tool, splits}."""
-    final = run.out / "hf"
-    tmp = run.out / ".hf.tmp"
-    shutil.rmtree(tmp, ignore_errors=True)
-    counts, fingerprint = write_dataset(run, tmp, test_fraction)
-    stats = dataset_stats(tmp)
-    atomic_write(tmp / "README.md", render_card(run, counts, stats, fingerprint))
-    atomic_write(tmp / "report.json", json.dumps(stable_report(run.report), indent=1, sort_keys=True) + "\n")
-    _swap_in(tmp, final)
-    return {"rows": counts, "fingerprint": fingerprint, **stats}
-
-
-def build_tau2(run: Run, test_fraction: float = TEST_FRACTION, workers: int = 1) -> list[str]:
-    """Write OUT/tau2/<domain>/ for every finished domain (in `workers` processes); returns the
-    domain names."""
-    tmp, final = run.out / ".tau2.tmp", run.out / "tau2"
-    shutil.rmtree(tmp, ignore_errors=True)
-    written = write_packages(run, tmp, test_fraction, workers)
-    _swap_in(tmp, final)
-    return [path.name for path in written]
+    Returns the dataset ({rows: {config: {split: n}}, fingerprint, per_domain, per_difficulty,
+    per_tool, splits}) and the summary ({tasks, domains, tau2: the packages' domain names})."""
+    hf_tmp, tau2_tmp = run.out / ".hf.tmp", run.out / ".tau2.tmp"
+    for tmp in (hf_tmp, tau2_tmp):
+        shutil.rmtree(tmp, ignore_errors=True)
+    counts, fingerprint = write_dataset(published_domains(run, tau2_tmp, test_fraction, workers), hf_tmp)
+    stats = dataset_stats(hf_tmp)
+    atomic_write(hf_tmp / "README.md", render_card(run, counts, stats, fingerprint))
+    atomic_write(hf_tmp / "report.json", json.dumps(stable_report(run.report), indent=1, sort_keys=True) + "\n")
+    _swap_in(hf_tmp, run.out / "hf")
+    _swap_in(tau2_tmp, run.out / "tau2")
+    dataset = {"rows": counts, "fingerprint": fingerprint, **stats}
+    return dataset, {"tasks": counts["tasks"], "domains": len(run.names), "tau2": list(run.names)}
 
 
 PUBLISHED = Path(".toolscale") / "published.json"
@@ -90,8 +85,9 @@ def publication_key(out: Path, test_fraction: float = TEST_FRACTION) -> str:
     run = read_run(out)
     blob = {"report": stable_report(run.report), "test_fraction": test_fraction,
             "files": files_digest(out, [p for name in run.names for p in (out / name).rglob("*") if p.is_file()]),
-            "code": code_digest(build_hf, ["toolscale.pipeline.hf", "toolscale.pipeline.card", "toolscale.pipeline.tau2",
-                                           "toolscale.quality.stats"])}
+            "code": code_digest(build_publication, ["toolscale.pipeline.hf", "toolscale.pipeline.card",
+                                                     "toolscale.pipeline.publication", "toolscale.pipeline.tau2",
+                                                     "toolscale.quality.stats"])}
     return json_digest(blob)
 
 
@@ -130,14 +126,9 @@ def read_stage(out: Path) -> Run:
     return read_run(out)
 
 
-@task(name="hf-dataset", cache_policy=NO_CACHE)
-def hf_stage(run: Run, test_fraction: float) -> dict[str, Any]:
-    return build_hf(run, test_fraction)
-
-
-@task(name="tau2-packages", cache_policy=NO_CACHE)
-def tau2_stage(run: Run, test_fraction: float) -> list[str]:
-    return build_tau2(run, test_fraction, workers=cores())
+@task(name="dataset-and-packages", cache_policy=NO_CACHE)
+def publication_stage(run: Run, test_fraction: float) -> tuple[dict[str, Any], dict[str, Any]]:
+    return build_publication(run, test_fraction, workers=cores())
 
 
 @flow(name="publish")
@@ -148,10 +139,7 @@ def publish(out: Path, test_fraction: float = TEST_FRACTION) -> dict[str, Any]:
     out = Path(out)
     key = publication_key(out, test_fraction)
     run = read_stage(out)
-    packages = tau2_stage.submit(run, test_fraction)  # in worker processes, while this one writes OUT/hf
-    dataset = hf_stage(run, test_fraction)
-    packages = packages.result()
-    summary = {"tasks": dataset["rows"]["tasks"], "domains": len(run.names), "tau2": packages}
+    dataset, summary = publication_stage(run, test_fraction)
     _record(out, dataset, seconds=round(time.perf_counter() - start, 3))
     mark_published(out, key, summary, dataset)
     return summary
@@ -208,5 +196,5 @@ def push(out: Path, repo_id: str, private: bool = False) -> dict[str, str]:
     return upload_stage(out, repo_id, private)
 
 
-__all__ = ["build_hf", "build_tau2", "hub_endpoint", "hub_token", "mark_published", "publication_key", "publish",
+__all__ = ["build_publication", "hub_endpoint", "hub_token", "mark_published", "publication_key", "publish",
            "push", "reuse_publication", "upload_plan"]

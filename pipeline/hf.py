@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -252,10 +252,22 @@ class _ParquetStream:
         return self.rows
 
 
-def write_dataset(run: Run, folder: Path, test_fraction: float = TEST_FRACTION) -> tuple[dict[str, dict[str, int]], str]:
+DatasetRows = tuple[dict[str, list[dict[str, Any]]], dict[str, Any]]  # one domain's task rows by split, its domain row
+
+
+def dataset_rows(built: BuiltDomain, splits: dict[str, str]) -> DatasetRows:
+    """One domain's rows of both configs: its tasks' rows by split (`splits`: {task id: split}), in
+    task order, and its `domains` row."""
+    tasks: dict[str, list[dict[str, Any]]] = {split: [] for split in SPLITS}
+    for task in built.tasks:
+        tasks[splits[task.id]].append(task_row(task))
+    return tasks, domain_row(built)
+
+
+def write_dataset(domains: Iterable[DatasetRows], folder: Path) -> tuple[dict[str, dict[str, int]], str]:
     """Write data/tasks/{train,test}-*.parquet and data/domains/train-*.parquet into `folder` (a
-    fresh folder the caller swaps in), streaming one domain at a time, each named with the run's
-    fingerprint.
+    fresh folder the caller swaps in) from the rows of each domain in turn (dataset_rows), streaming:
+    memory holds a row group, not the dataset. The files are named with the run's fingerprint.
 
     Returns the row count per config and split, and the fingerprint. The card (README.md) is
     written by the caller.
@@ -263,22 +275,22 @@ def write_dataset(run: Run, folder: Path, test_fraction: float = TEST_FRACTION) 
     unsigned = {(config, split): folder / data_path(config, split, "unsigned")
                 for config, split in [*(("tasks", s) for s in SPLITS), ("domains", "train")]}
     streams = {split: _ParquetStream(unsigned["tasks", split], TASK_FEATURES) for split in SPLITS}
-    domains = _ParquetStream(unsigned["domains", "train"], DOMAIN_FEATURES)
+    domain_stream = _ParquetStream(unsigned["domains", "train"], DOMAIN_FEATURES)
     try:
-        for built in run.each():
-            splits = run.splits(built, test_fraction)
-            for task in built.tasks:
-                streams[splits[task.id]].add(task_row(task))
-            domains.add(domain_row(built))
+        for tasks, domain in domains:
+            for split, rows in tasks.items():
+                for row in rows:
+                    streams[split].add(row)
+            domain_stream.add(domain)
     finally:
         counts = {split: stream.close() for split, stream in streams.items()}
-        domain_count = domains.close()
+        domain_count = domain_stream.close()
     fingerprint = _fingerprint(list(unsigned.values()))
     for (config, split), path in unsigned.items():
         path.rename(folder / data_path(config, split, fingerprint))
     return {"tasks": counts, "domains": {"train": domain_count}}, fingerprint
 
 
-__all__ = ["DOMAIN_FEATURES", "TASK_FEATURES", "BuiltDomain", "PublishError", "Run", "assign_splits", "data_file", "data_path",
-           "domain_row", "environment_from_row", "read_run", "replay_row", "task_from_row",
-           "task_row", "write_dataset"]
+__all__ = ["DOMAIN_FEATURES", "TASK_FEATURES", "BuiltDomain", "DatasetRows", "PublishError", "Run", "assign_splits",
+           "data_file", "data_path", "dataset_rows", "domain_row", "environment_from_row", "read_run", "replay_row",
+           "task_from_row", "task_row", "write_dataset"]

@@ -19,7 +19,6 @@ import re
 import sys
 import typing
 import warnings
-from itertools import repeat
 from pathlib import Path
 from typing import Any, Literal
 from string import Template
@@ -28,9 +27,8 @@ from toolscale.domains import dictdb
 from toolscale.domains.sandbox import parse_python
 
 from .export import atomic_write
-from .hf import BuiltDomain, PublishError, Run
+from .hf import BuiltDomain, PublishError
 from .tau2_templates import TEMPLATES
-from .workers import process_pool
 
 RUNTIME_ROOT = "dictdb"
 ALLOWED_IMPORTS = {"__future__", "ast", "builtins", "collections", "ctypes", "datetime", "hashlib", "json", "keyword",
@@ -232,27 +230,6 @@ def write_package(built: BuiltDomain, folder: Path, splits: dict[str, str],
     return folder
 
 
-def write_packages(run: Run, dest: Path, test_fraction: float, workers: int = 1) -> list[Path]:
-    """A package per finished domain of `run` under `dest`, with the dataset's train/test split,
-    each checked on a sample of its tasks (verify_package); a domain is loaded, written and checked
-    before the next, or side by side in `workers` worker processes (at most one per domain)."""
-    runtime = vendored_runtime()  # the same for every package: read and trimmed once
-    if workers <= 1:
-        return [write_checked_package(run, name, dest, test_fraction, runtime) for name in run.names]
-    with process_pool(min(workers, len(run.names))) as pool:
-        return list(pool.map(write_checked_package, repeat(run), run.names, repeat(dest), repeat(test_fraction),
-                             repeat(runtime)))
-
-
-def write_checked_package(run: Run, name: str, dest: Path, test_fraction: float,
-                          runtime: dict[str, str] | None = None) -> Path:
-    """Load one finished domain, write its package under `dest` and check it (verify_package)."""
-    built = run.load(name)
-    folder = write_package(built, dest / name, run.splits(built, test_fraction), runtime)
-    verify_package(folder, built)
-    return folder
-
-
 _imports = itertools.count()
 
 
@@ -316,5 +293,5 @@ def verify_package(folder: Path, built: BuiltDomain, sample: int = 25) -> None:
 
 
 __all__ = ["data_model_source", "database_json", "import_package", "tools_source", "vendored_runtime",
-           "verify_package", "write_package", "write_packages"]
+           "verify_package", "write_package"]
 

@@ -13,7 +13,7 @@ import tempfile
 from pathlib import Path
 
 from toolscale.domains import Environment, available_domains
-from toolscale.flows.publish import build_hf, build_tau2
+from toolscale.flows.publish import build_publication
 from toolscale.pipeline.export import atomic_write, write_domain_files, write_jsonl
 from toolscale.pipeline.hf import read_run
 from toolscale.pipeline.synthesizer import OfflineSynthesizer
@@ -48,9 +48,7 @@ def build_run(out: Path, domains: list[str], seed: int = SEED, scale: float = SC
 
 def publish(out: Path) -> None:
     """The publish flow's stages, called directly: OUT/hf (data and card) and OUT/tau2."""
-    run = read_run(out)
-    build_hf(run)
-    build_tau2(run)
+    build_publication(read_run(out))
 
 
 def published_run(domains: tuple[str, ...] | None = None) -> Path:

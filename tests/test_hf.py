@@ -17,7 +17,7 @@ import yaml
 
 from published_run import published_run
 from toolscale.domains import Task
-from toolscale.flows.publish import build_hf, build_tau2
+from toolscale.flows.publish import build_publication
 from toolscale.pipeline import hf
 from toolscale.pipeline.hf import (SPLITS, TASK_FEATURES, assign_splits, data_file, environment_from_row, read_run,
                                    replay_row, task_from_row, task_row)
@@ -88,7 +88,7 @@ def test_each_runs_folder_loads_as_its_own_dataset_with_one_cache(out, tmp_path)
     shutil.copytree(out, other, ignore=shutil.ignore_patterns("hf", "tau2"))
     tasks = (other / DOMAINS[0] / "tasks.jsonl").read_text().splitlines(keepends=True)
     (other / DOMAINS[0] / "tasks.jsonl").write_text("".join(tasks[:5]))
-    build_hf(read_run(other))
+    build_publication(read_run(other))
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "HF_HOME": str(tmp_path / "hf-home"),
            "HF_HUB_DISABLE_TELEMETRY": "1"}
     folders = [str(out / "hf"), str(other / "hf"), str(out / "hf"), str(other / "hf")]
@@ -139,9 +139,7 @@ def test_publishing_again_writes_the_same_bytes(out):
                 for p in (out / folder).rglob("*") if p.is_file() and "__pycache__" not in p.parts}
 
     before = snapshot()
-    run = read_run(out)
-    build_hf(run)
-    build_tau2(run)
+    build_publication(read_run(out), workers=2)  # published side by side, as the CLI does
     after = snapshot()
     assert sorted(after) == sorted(before)
     assert [name for name in before if before[name] != after[name]] == []
@@ -150,7 +148,7 @@ def test_publishing_again_writes_the_same_bytes(out):
 def test_parquet_is_written_a_row_group_at_a_time_and_reads_back_whole(out, tmp_path, monkeypatch):
     monkeypatch.setattr(hf, "ROW_GROUP", 40)
     run = read_run(out)
-    counts, _ = hf.write_dataset(run, tmp_path)
+    counts, _ = hf.write_dataset((hf.dataset_rows(built, run.splits(built)) for built in run.each()), tmp_path)
     tasks = accepted(out)
     splits = assign_splits({name: [t.id for t in tasks if t.domain == name] for name in DOMAINS}, run.seed)
     for split in SPLITS:

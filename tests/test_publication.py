@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from published_run import published_run
-from toolscale.flows.publish import build_hf, build_tau2, mark_published, publication_key, reuse_publication
+from toolscale.flows.publish import build_publication, mark_published, publication_key, reuse_publication
 from toolscale.pipeline.hf import read_run
 
 DOMAINS = ("railway", "school")
@@ -20,9 +20,7 @@ def out(tmp_path) -> Path:
     """A private copy of a published run, marked as the publish flow marks it."""
     copy = tmp_path / "out"
     shutil.copytree(published_run(DOMAINS), copy)
-    run = read_run(copy)
-    dataset = build_hf(run)
-    summary = {"tasks": dataset["rows"]["tasks"], "domains": len(run.names), "tau2": build_tau2(run)}
+    dataset, summary = build_publication(read_run(copy))
     mark_published(copy, publication_key(copy), summary, dataset)
     return copy
 

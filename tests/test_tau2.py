@@ -13,7 +13,8 @@ from published_run import published_run
 from tau2_replay import compare_runtimes
 from toolscale.domains import Environment, Task, dictdb, load_domain
 from toolscale.pipeline.hf import PublishError, read_run
-from toolscale.pipeline.tau2 import _without_sql, import_package, verify_package, write_package, write_packages
+from toolscale.pipeline.publication import published_domains
+from toolscale.pipeline.tau2 import _without_sql, import_package, verify_package, write_package
 
 DOMAINS = ("railway", "school")
 RUNTIME_DIR = Path(dictdb.__file__).parent
@@ -148,11 +149,13 @@ def test_publishing_refuses_a_package_that_answers_differently(out, tmp_path):
         verify_package(folder, built)
 
 
-def test_packages_written_side_by_side_in_worker_processes_are_the_ones_written_in_turn(out, tmp_path):
+def test_domains_published_side_by_side_in_worker_processes_are_the_ones_published_in_turn(out, tmp_path):
     run = read_run(out)
-    in_turn = write_packages(run, tmp_path / "in_turn", 0.1, workers=1)
-    side_by_side = write_packages(run, tmp_path / "side_by_side", 0.1, workers=2)
-    assert [p.name for p in side_by_side] == [p.name for p in in_turn] == sorted(DOMAINS)
+    in_turn = list(published_domains(run, tmp_path / "in_turn", 0.1, workers=1))
+    side_by_side = list(published_domains(run, tmp_path / "side_by_side", 0.1, workers=2))
+    assert side_by_side == in_turn  # the dataset rows, in name order
+    assert [domain["domain"] for _, domain in in_turn] == sorted(DOMAINS)
+    assert sorted(p.name for p in (tmp_path / "side_by_side").iterdir()) == sorted(DOMAINS)
     files = sorted(p.relative_to(tmp_path / "in_turn") for p in (tmp_path / "in_turn").rglob("*")
                    if p.is_file() and "__pycache__" not in p.parts)
     assert files == sorted(p.relative_to(tmp_path / "side_by_side") for p in (tmp_path / "side_by_side").rglob("*")
@@ -176,4 +179,4 @@ def test_a_package_a_worker_process_refuses_fails_the_publication(out, tmp_path)
     first["meta"]["final_state_hash"] = "0" * 64
     tasks.write_text("\n".join([json.dumps(first), *lines[1:]]) + "\n")
     with pytest.raises(PublishError, match=f"tau2/{DOMAINS[1]}: task .* ends in another state"):
-        write_packages(read_run(broken), tmp_path / "packages", 0.1, workers=2)
+        list(published_domains(read_run(broken), tmp_path / "packages", 0.1, workers=2))

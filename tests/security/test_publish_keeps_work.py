@@ -19,7 +19,7 @@ import pytest
 from toolscale.flows import progress
 from toolscale.flows.generate import RunConfig, domain_entry, domain_work, finish_run, run_generation, run_stage
 from toolscale.flows.generate import stages_to_run
-from toolscale.flows.publish import build_hf, build_tau2, mark_published, publication_key, reuse_publication
+from toolscale.flows.publish import build_publication, mark_published, publication_key, reuse_publication
 from toolscale.pipeline.hf import read_run
 
 DOMAINS = ["weather", "railway"]
@@ -44,9 +44,7 @@ def publish(out: Path) -> dict:
     """What the CLI does after a run: reuse the publication if it is current, else publish again."""
     summary = reuse_publication(out)
     if summary is None:
-        run = read_run(out)
-        dataset = build_hf(run)
-        summary = {"tasks": dataset["rows"]["tasks"], "domains": len(run.names), "tau2": build_tau2(run)}
+        dataset, summary = build_publication(read_run(out))
         mark_published(out, publication_key(out), summary, dataset)
     return summary
 
