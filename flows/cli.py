@@ -258,7 +258,7 @@ def _execute(config) -> None:
 def _publish(out: Path, refresh: bool = False) -> None:
     """The publish flow: OUT/hf (the dataset) and OUT/tau2 (τ²-bench packages) from the finished
     domains; reused as they are when nothing they are made from changed (unless `refresh`)."""
-    from toolscale.pipeline.hf import PublishError
+    from toolscale.pipeline.rows import PublishError
 
     from .publish import publish, reuse_publication
 

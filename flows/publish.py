@@ -23,7 +23,9 @@ from prefect.cache_policies import NO_CACHE
 
 from toolscale.pipeline.export import atomic_write
 from toolscale.pipeline.card import render_card, with_repo_id
-from toolscale.pipeline.hf import TEST_FRACTION, Run, read_run, write_dataset
+from toolscale.domains.splits import TEST_FRACTION
+from toolscale.pipeline.hf import write_dataset
+from toolscale.pipeline.rows import Run, read_run
 from toolscale.pipeline.publication import published_domains
 from toolscale.pipeline.workers import cores
 from toolscale.quality.stats import dataset_stats

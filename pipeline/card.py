@@ -12,7 +12,9 @@ import importlib.metadata
 from pathlib import Path
 from typing import Any
 
-from .hf import SPLITS, Run
+from toolscale.domains.splits import SPLITS
+
+from .rows import Run
 
 REPO_PLACEHOLDER = "ORG/NAME"
 TEMPLATE = Path(__file__).with_name("card.md.j2")

@@ -11,7 +11,7 @@ from concurrent.futures import Future
 from itertools import islice
 from pathlib import Path
 
-from .hf import DatasetRows, Run, dataset_rows
+from .rows import DatasetRows, Run, dataset_rows
 from .tau2 import vendored_runtime, verify_package, write_package
 from .workers import process_pool
 

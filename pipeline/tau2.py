@@ -27,7 +27,7 @@ from toolscale.domains import dictdb
 from toolscale.domains.sandbox import parse_python
 
 from .export import atomic_write
-from .hf import BuiltDomain, PublishError
+from .rows import BuiltDomain, PublishError
 from .tau2_templates import TEMPLATES
 
 RUNTIME_ROOT = "dictdb"

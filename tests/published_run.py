@@ -15,7 +15,7 @@ from pathlib import Path
 from toolscale.domains import Environment, available_domains
 from toolscale.flows.publish import build_publication
 from toolscale.pipeline.export import atomic_write, write_domain_files, write_jsonl
-from toolscale.pipeline.hf import read_run
+from toolscale.pipeline.rows import read_run
 from toolscale.pipeline.synthesizer import OfflineSynthesizer
 from toolscale.quality.gates import run_gates
 from toolscale.quality.report import domain_funnel, totals

@@ -19,8 +19,9 @@ from published_run import published_run
 from toolscale.domains import Task
 from toolscale.flows.publish import build_publication
 from toolscale.pipeline import hf
-from toolscale.pipeline.hf import (SPLITS, TASK_FEATURES, assign_splits, data_file, environment_from_row, read_run,
-                                   replay_row, task_from_row, task_row)
+from toolscale.domains.splits import SPLITS, assign_splits
+from toolscale.pipeline.hf import TASK_FEATURES, data_file
+from toolscale.pipeline.rows import dataset_rows, environment_from_row, read_run, replay_row, task_from_row, task_row
 from toolscale.quality.stats import dataset_stats
 from toolscale.trainer.config import DataConfig
 from toolscale.trainer.data import DataError, load_output
@@ -148,7 +149,7 @@ def test_publishing_again_writes_the_same_bytes(out):
 def test_parquet_is_written_a_row_group_at_a_time_and_reads_back_whole(out, tmp_path, monkeypatch):
     monkeypatch.setattr(hf, "ROW_GROUP", 40)
     run = read_run(out)
-    counts, _ = hf.write_dataset((hf.dataset_rows(built, run.splits(built)) for built in run.each()), tmp_path)
+    counts, _ = hf.write_dataset((dataset_rows(built, run.splits(built)) for built in run.each()), tmp_path)
     tasks = accepted(out)
     splits = assign_splits({name: [t.id for t in tasks if t.domain == name] for name in DOMAINS}, run.seed)
     for split in SPLITS:

@@ -10,7 +10,7 @@ import pytest
 
 from published_run import published_run
 from toolscale.flows.publish import build_publication, mark_published, publication_key, reuse_publication
-from toolscale.pipeline.hf import read_run
+from toolscale.pipeline.rows import read_run
 
 DOMAINS = ("railway", "school")
 

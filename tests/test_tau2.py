@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import inspect
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -12,7 +14,7 @@ from domain_checks import example_arguments
 from published_run import published_run
 from tau2_replay import compare_runtimes
 from toolscale.domains import Environment, Task, dictdb, load_domain
-from toolscale.pipeline.hf import PublishError, read_run
+from toolscale.pipeline.rows import PublishError, read_run
 from toolscale.pipeline.publication import published_domains
 from toolscale.pipeline.tau2 import _without_sql, import_package, verify_package, write_package
 
@@ -180,3 +182,15 @@ def test_a_package_a_worker_process_refuses_fails_the_publication(out, tmp_path)
     tasks.write_text("\n".join([json.dumps(first), *lines[1:]]) + "\n")
     with pytest.raises(PublishError, match=f"tau2/{DOMAINS[1]}: task .* ends in another state"):
         list(published_domains(read_run(broken), tmp_path / "packages", 0.1, workers=2))
+
+
+def test_a_publishing_worker_imports_neither_datasets_nor_pyarrow(out, tmp_path):
+    """Workers build rows and packages; the parquet files are the parent's (`datasets` and pyarrow
+    cost a worker ~0.9 s to import)."""
+    script = ("import sys; from pathlib import Path; from toolscale.pipeline.publication import publish_domain; "
+              "from toolscale.pipeline.rows import read_run; "
+              f"publish_domain(read_run(Path({str(out)!r})), {DOMAINS[0]!r}, Path({str(tmp_path)!r}), 0.1); "
+              "print(sorted(m for m in ('datasets', 'pyarrow') if m in sys.modules))")
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.strip().splitlines()[-1] == "[]"

@@ -161,7 +161,7 @@ def load_dataset(source: str, split: str = "train", domains: list[str] | None = 
     config rebuilds each environment, the `tasks` config's `split` gives the tasks."""
     import datasets
 
-    from toolscale.pipeline.hf import environment_from_row, task_from_row
+    from toolscale.pipeline.rows import environment_from_row, task_from_row
 
     datasets.disable_progress_bars()
     try:

@@ -15,7 +15,7 @@ import sqlalchemy as sa
 from toolscale.domains import Environment, load_domain_text
 from toolscale.domains.domain import DomainError, parse_spec
 from toolscale.domains.sql import create_schema
-from toolscale.pipeline.hf import BuiltDomain
+from toolscale.pipeline.rows import BuiltDomain
 from toolscale.pipeline.populate import populate
 from toolscale.pipeline.tau2 import import_package, write_package
 

@@ -20,7 +20,7 @@ from toolscale.flows import progress
 from toolscale.flows.generate import RunConfig, domain_entry, domain_work, finish_run, run_generation, run_stage
 from toolscale.flows.generate import stages_to_run
 from toolscale.flows.publish import build_publication, mark_published, publication_key, reuse_publication
-from toolscale.pipeline.hf import read_run
+from toolscale.pipeline.rows import read_run
 
 DOMAINS = ["weather", "railway"]
 

@@ -1,0 +1,181 @@
+"""A finished `toolscale generate` folder read back one domain at a time, and the rows the
+published dataset is made of (OUT/hf's two configs, pipeline/hf.py).
+
+`tasks`: one row per accepted task, every τ²-bench field and our meta, lossless
+(`task_from_row(task_row(t)) == t`): action arguments and tool outputs are JSON strings, not a
+union struct of every argument name. `domains`: one row per domain with everything needed to run
+its tasks (spec, tool source, policy, tool schemas, the initial database as JSON), so a task can be
+replayed from the rows alone. Nothing here imports `datasets` or pyarrow: the worker processes
+that build rows do not pay for them.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from toolscale.domains import Domain, Environment, ToolResult, load_domain, load_domain_text, replay
+from toolscale.domains.splits import SPLITS, TEST_FRACTION, assign_splits
+from toolscale.domains.tasks import Task
+
+
+class PublishError(ValueError):
+    """A run folder that cannot be published; the message names the file and the problem."""
+
+
+@dataclass(frozen=True)
+class BuiltDomain:
+    """One finished domain of a run: its spec and tools, initial rows and accepted tasks."""
+
+    domain: Domain
+    rows: dict[str, list[dict[str, Any]]]
+    state_hash: str
+    tasks: list[Task]
+
+
+@dataclass(frozen=True)
+class Run:
+    """A finished `toolscale generate` output folder. Domains are read on demand, one at a time,
+    so publishing holds one domain in memory, never the whole dataset."""
+
+    out: Path
+    report: dict[str, Any]
+    names: tuple[str, ...]  # the finished domains, sorted
+
+    @property
+    def seed(self) -> int:
+        return int(self.report.get("seed", 0))
+
+    def load(self, name: str) -> BuiltDomain:
+        """One finished domain: its spec and tools, initial rows and accepted tasks."""
+        folder = self.out / name
+        domain = load_domain(folder)
+        with Environment.from_sqlite(domain, folder / "db.sqlite") as env:
+            rows, state_hash = env.dump(), env.state_hash()
+        with open(folder / "tasks.jsonl", encoding="utf-8") as lines:
+            tasks = [Task.model_validate_json(line) for line in lines if line.strip()]
+        return BuiltDomain(domain, rows, state_hash, tasks)
+
+    def each(self) -> Iterator[BuiltDomain]:
+        """The finished domains in name order, each loaded when the previous one is done with."""
+        for name in self.names:
+            yield self.load(name)
+
+    def splits(self, built: BuiltDomain, test_fraction: float = TEST_FRACTION) -> dict[str, str]:
+        """{task id: split} for one domain's tasks (splits are stratified by domain)."""
+        return assign_splits({built.domain.name: [t.id for t in built.tasks]}, self.seed, test_fraction)
+
+
+def read_run(out: Path) -> Run:
+    """The run in `out` and its finished domains (a domain's tasks.jsonl is written last)."""
+    out = Path(out)
+    try:
+        report = json.loads((out / "report.json").read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise PublishError(f"{out / 'report.json'}: missing; run `toolscale generate --out {out}` first") from None
+    names = tuple(name for name in sorted(report.get("domains", {})) if (out / name / "tasks.jsonl").exists())
+    if not names:
+        raise PublishError(f"{out}: no finished domain (no <domain>/tasks.jsonl)")
+    return Run(out, report, names)
+
+
+def _json(value: Any) -> str | None:
+    return None if value is None else json.dumps(value, ensure_ascii=False)
+
+
+def task_row(task: Task) -> dict[str, Any]:
+    """The `tasks` row of a task: the τ²-bench fields flattened, arguments and outputs as JSON."""
+    instructions, criteria, meta = task.user_scenario.instructions, task.evaluation_criteria, task.meta
+    return {
+        "id": task.id, "domain": instructions.domain, "intent": meta.intent, "kind": meta.kind,
+        "difficulty": meta.difficulty, "hardening": list(meta.hardening),
+        "description": task.description.model_dump() if task.description is not None else None,
+        "persona": task.user_scenario.persona, "reason_for_call": instructions.reason_for_call,
+        "known_info": instructions.known_info, "unknown_info": instructions.unknown_info,
+        "task_instructions": instructions.task_instructions,
+        "initial_state": _json(task.initial_state),
+        "actions": [{**a.model_dump(exclude={"arguments"}), "arguments": _json(a.arguments)} for a in criteria.actions],
+        "env_assertions": _json(criteria.env_assertions),
+        "communicate_info": list(criteria.communicate_info), "nl_assertions": list(criteria.nl_assertions),
+        "reward_basis": list(criteria.reward_basis),
+        "hardened_from": meta.hardened_from,
+        "lineage": meta.lineage.model_dump(),
+        "expected_outputs": [json.dumps(o, ensure_ascii=False) for o in meta.expected_outputs],
+        "final_state_hash": meta.final_state_hash,
+        "judged_answers": list(meta.judged_answers),
+        "gates": [{"gate": name, **verdict.model_dump()} for name, verdict in meta.gates.items()],
+        "reference": _json(meta.reference.model_dump()) if meta.reference is not None else None,
+    }
+
+
+def task_from_row(row: dict[str, Any]) -> Task:
+    """The Task a `tasks` row holds (the inverse of task_row)."""
+    return Task.model_validate({
+        "id": row["id"],
+        "description": row["description"],
+        "user_scenario": {"persona": row["persona"], "instructions": {
+            "domain": row["domain"], "reason_for_call": row["reason_for_call"], "known_info": row["known_info"],
+            "unknown_info": row["unknown_info"], "task_instructions": row["task_instructions"]}},
+        "initial_state": json.loads(row["initial_state"]) if row["initial_state"] is not None else None,
+        "evaluation_criteria": {
+            "actions": [{**a, "arguments": json.loads(a["arguments"])} for a in row["actions"]],
+            "env_assertions": json.loads(row["env_assertions"]) if row["env_assertions"] is not None else None,
+            "communicate_info": row["communicate_info"], "nl_assertions": row["nl_assertions"],
+            "reward_basis": row["reward_basis"]},
+        "meta": {
+            "intent": row["intent"], "kind": row["kind"], "difficulty": row["difficulty"],
+            "hardening": row["hardening"], "hardened_from": row.get("hardened_from"), "lineage": row["lineage"],
+            "expected_outputs": [json.loads(o) for o in row["expected_outputs"]],
+            "final_state_hash": row["final_state_hash"],
+            "judged_answers": row.get("judged_answers") or [],
+            "gates": {g["gate"]: {"passed": g["passed"], "reason": g["reason"]} for g in row["gates"]},
+            "reference": json.loads(row["reference"]) if row.get("reference") is not None else None},
+    })
+
+
+def domain_row(built: BuiltDomain) -> dict[str, Any]:
+    """The `domains` row: what it takes to rebuild the environment and run every task."""
+    domain, spec = built.domain, built.domain.spec
+    return {
+        "domain": domain.name, "description": spec.description, "clock": spec.clock.isoformat(),
+        "policy": domain.policy, "domain_yaml": domain.sources["domain.yaml"],
+        "tools_source": domain.sources["tools.py"],
+        "tools": [{"name": s.name, "kind": s.kind, "description": s.description, "parameters": _json(s.parameters)}
+                  for s in domain.toolkit.specs.values()],
+        "tables": [{"name": t.name, "description": t.description, "rows": len(built.rows.get(t.name, [])),
+                    "columns": [c.name for c in t.columns]} for t in spec.creation_order()],
+        "database": json.dumps(built.rows, ensure_ascii=False), "database_hash": built.state_hash,
+        "tasks": len(built.tasks),
+    }
+
+
+def environment_from_row(row: dict[str, Any]) -> Environment:
+    """The domain's environment in its initial state, from its `domains` row alone."""
+    domain = load_domain_text(row["domain_yaml"], row["tools_source"], row["policy"], origin=f"hf:{row['domain']}")
+    return Environment.from_rows(domain, json.loads(row["database"]))
+
+
+def replay_row(env: Environment, row: dict[str, Any]) -> tuple[list[ToolResult], str]:
+    """Replay a `tasks` row's gold actions on a fork of `env`: (results, final state hash)."""
+    calls = [(a["name"], json.loads(a["arguments"])) for a in row["actions"]]
+    with env.fork() as fork:
+        return replay(fork, calls), fork.state_hash()
+
+
+DatasetRows = tuple[dict[str, list[dict[str, Any]]], dict[str, Any]]  # one domain's task rows by split, its domain row
+
+
+def dataset_rows(built: BuiltDomain, splits: dict[str, str]) -> DatasetRows:
+    """One domain's rows of both configs: its tasks' rows by split (`splits`: {task id: split}), in
+    task order, and its `domains` row."""
+    tasks: dict[str, list[dict[str, Any]]] = {split: [] for split in SPLITS}
+    for task in built.tasks:
+        tasks[splits[task.id]].append(task_row(task))
+    return tasks, domain_row(built)
+
+
+__all__ = ["BuiltDomain", "DatasetRows", "PublishError", "Run", "dataset_rows", "domain_row", "environment_from_row",
+           "read_run", "replay_row", "task_from_row", "task_row"]
