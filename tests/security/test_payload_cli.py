@@ -57,12 +57,9 @@ def plant(out: Path, mark: Path, reseal: bool) -> None:
 
 
 @pytest.fixture(scope="module")
-def env():
-    from prefect.settings import PREFECT_API_URL
-    from prefect.testing.utilities import prefect_test_harness
-
-    with prefect_test_harness(server_startup_timeout=120):
-        yield {**os.environ, "PREFECT_API_URL": PREFECT_API_URL.value()}
+def env(cli_prefect_server):
+    """The environment for CLI runs: this test worker's Prefect server (tests/conftest.py), not one of their own."""
+    return {**os.environ, "PREFECT_API_URL": cli_prefect_server}
 
 
 @pytest.fixture(scope="module")
