@@ -24,7 +24,8 @@ from rich.table import Table
 from toolscale.domains import DomainError, available_domains, builtin_domain, load_domain
 
 from .interrupts import stopping_cleanly
-from .runners import RunnerError, parse_runner
+from .lanes import computes_in_lanes, start_workers
+from .runners import RunnerError, parse_runner, thread_count
 from .settings import DEBUG_VARIABLE, configure_prefect, debug_mode, is_startup_failure, reset_ephemeral_database
 from .terminal import showing_progress
 
@@ -177,6 +178,8 @@ def generate(
     _check_scale(scale, names if backend == "offline" else [], folders)
     _check_out(out)
     configure_prefect()
+    if computes_in_lanes(backend, reference, runner):
+        start_workers(thread_count(runner, len(names)))  # they start while Prefect is imported
     from .generate import RunConfig  # imports Prefect: after configure_prefect
 
     _execute(RunConfig(domains=names, domain_dirs=folders, seed=seed, out=out, backend=backend, llm=llm, scale=scale,

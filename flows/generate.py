@@ -39,9 +39,9 @@ from toolscale.quality.gates import screen
 from toolscale.quality.report import markdown, totals
 
 from . import interrupts, llm_progress, local_server, progress
-from .lanes import StageLanes
+from .lanes import StageLanes, computes_in_lanes, stop_unused_workers
 from .reference import ReferenceConfig
-from .runners import parse_runner, runs_in_this_process, task_runner, thread_count
+from .runners import parse_runner, task_runner, thread_count
 from .stages import STAGE_NAMES, STAGES, DomainWork, compute_stage, is_current, stage_keys
 from .store import StageStore, read_json
 
@@ -298,7 +298,7 @@ def run_generation(config: RunConfig) -> dict[str, Any]:
     domains = sum(1 for todo in plan.values() if todo)
     runner = task_runner(config.runner, domains=domains, io_bound=config.backend != "offline")
     global _lanes
-    if computes_in_lanes(config):  # they start now, while Prefect's server starts
+    if computes_in_lanes(config.backend, config.reference, config.runner):  # now, while Prefect's server starts
         _lanes = StageLanes({name: (domain_work(name, config), todo) for name, todo in plan.items() if todo},
                             lanes=thread_count(config.runner, domains))
     try:
@@ -309,15 +309,12 @@ def run_generation(config: RunConfig) -> dict[str, Any]:
         if _lanes is not None:
             _lanes.close()
         _lanes = None
+        stop_unused_workers()
 
 
 _lanes: StageLanes | None = None  # the run's worker processes, when its stages compute in lanes
 
 
-def computes_in_lanes(config: RunConfig) -> bool:
-    """Offline stages with no reference agent compute in worker processes (flows/lanes.py) when
-    domains run in this process's threads; otherwise in the domain's own worker, as Prefect runs it."""
-    return config.backend == "offline" and config.reference is None and runs_in_this_process(config.runner)
 
 
 def run_name(config: RunConfig) -> str:

@@ -19,6 +19,7 @@ from concurrent.futures.process import BrokenProcessPool
 from toolscale.pipeline.workers import process_pool
 
 from . import interrupts, progress
+from .runners import runs_in_this_process
 from .stages import STAGE_NAMES, DomainWork, compute_stage
 
 
@@ -69,7 +70,7 @@ class StageLanes:
             return self._todo.popleft() if self._todo else None
 
     def _lane(self) -> None:
-        pool = process_pool(1)
+        pool = _take_started() or process_pool(1)
         try:
             while (name := self._next()) is not None:
                 if not self._build(pool, name):
@@ -100,6 +101,43 @@ class StageLanes:
                     exc if stage == waiting[0] else RuntimeError(f"not computed: {waiting[0]} failed"))
             return not isinstance(exc, BrokenProcessPool)
         return True
+
+
+_started: list[ProcessPoolExecutor] = []  # lane workers started ahead of their lanes (start_workers)
+_started_lock = threading.Lock()
+
+
+def computes_in_lanes(backend: str, reference: object, runner: str) -> bool:
+    """Offline stages with no reference agent compute in lanes when domains run in this process's
+    threads; otherwise in the domain's own worker, as Prefect runs it."""
+    return backend == "offline" and reference is None and runs_in_this_process(runner)
+
+
+def start_workers(count: int) -> None:
+    """Start `count` lane workers now: their start and imports (~1 s of CPU each) then overlap the
+    run's own start-up (Prefect's import and the plan, ~2 s on one core) instead of following it.
+    The lanes take them; stop_unused_workers() stops those no lane took."""
+    for _ in range(count):
+        pool = process_pool(1)
+        pool.submit(_ready)
+        with _started_lock:
+            _started.append(pool)
+
+
+def stop_unused_workers() -> None:
+    with _started_lock:
+        unused, _started[:] = list(_started), []
+    for pool in unused:
+        pool.shutdown(wait=False, cancel_futures=True)
+
+
+def _take_started() -> ProcessPoolExecutor | None:
+    with _started_lock:
+        return _started.pop() if _started else None
+
+
+def _ready() -> None:
+    """In a worker: nothing to do; it imported what the lanes need to call this."""
 
 
 _current: DomainWork | None = None  # in a worker: the domain it is computing, loaded once

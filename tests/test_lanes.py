@@ -7,12 +7,15 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+import psutil
 import pytest
 
+from toolscale.flows import lanes as lanes_module
 from toolscale.flows import progress
 from toolscale.flows.generate import RunConfig, domain_work, stages_to_run
 from toolscale.flows.lanes import StageLanes
 from toolscale.flows.stages import PUBLIC_FILES, STAGE_NAMES, compute_stage
+from toolscale.pipeline.workers import process_pool
 
 LIBRARY = Path(__file__).parent / "fixtures" / "library"
 
@@ -84,3 +87,22 @@ def test_a_closed_run_starts_no_more_stages_and_answers_every_one(tmp_path):
                 outcomes[name, stage] = str(exc)
     assert {outcomes["second", stage] for stage in STAGE_NAMES} == {"not computed: the run ended"}
     assert "not computed" in str(outcomes["library", "export"])
+
+
+def _workers() -> set[int]:
+    return {p.pid for p in psutil.Process().children() if "spawn_main" in " ".join(p.cmdline())}
+
+
+def test_lanes_take_the_workers_started_ahead_and_the_unused_ones_stop(tmp_path, monkeypatch):
+    before = _workers()
+    lanes_module.start_workers(3)
+    started = _workers() - before
+    assert len(started) == 3
+    own = []  # workers a lane started itself
+    monkeypatch.setattr(lanes_module, "process_pool", lambda workers: own.append(workers) or process_pool(workers))
+    lanes, _ = run_lanes(config_for(tmp_path / "lanes", {"library": LIBRARY}), lanes=1)
+    assert all(isinstance(lanes.seconds("library", stage), float) for stage in STAGE_NAMES)
+    assert own == []
+    lanes_module.stop_unused_workers()
+    _, alive = psutil.wait_procs([psutil.Process(pid) for pid in started & _workers()], timeout=30)
+    assert not alive  # the two no lane took, and the one the finished lane let go
