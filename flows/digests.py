@@ -44,7 +44,8 @@ def _module_file(name: str) -> Path | None:
     return Path(spec.origin) if spec and spec.origin and spec.origin.endswith(".py") else None
 
 
-def _imports(name: str, path: Path) -> set[str]:
+@lru_cache(maxsize=None)  # the closures of a run's stages share most of their modules
+def _imports(name: str, path: Path) -> frozenset[str]:
     """The toolscale modules `name` imports (absolute and relative), as dotted names."""
     tree = parse_python(path.read_text(encoding="utf-8"))
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
@@ -62,7 +63,7 @@ def _imports(name: str, path: Path) -> set[str]:
                 continue
             found.add(base)
             found.update(f"{base}.{a.name}" for a in node.names)  # `from . import progress`
-    return found
+    return frozenset(found)
 
 
 @lru_cache(maxsize=None)
