@@ -9,8 +9,8 @@ A child serves one gate run at a time and is kept for the next one: its start-up
 CPU) was most of a domain's cost when every gate run started its own. It ends when its parent's
 end closes its stdin, or is killed when it fails or runs past the time limit.
 
-    python -m toolscale.quality.elsewhere   (the child: reads a request file's path per line, writes
-                                             one JSON line per request)
+    python -m toolscale.quality.elsewhere   (the child: reads a request file's path per line, writes a
+                                             JSON line per task, then one that ends the request)
 """
 
 from __future__ import annotations
@@ -18,7 +18,6 @@ from __future__ import annotations
 import atexit
 import json
 import os
-import selectors
 import subprocess
 import sys
 import tempfile
@@ -58,21 +57,37 @@ class _Child:
             return False
 
     def receive(self, timeout: float) -> list[Any] | str:
-        """The replies to the request sent, or why there are none (the child is then killed)."""
+        """The replays of the request sent (a line per task, read as they come), or why there are
+        none (the child is then killed)."""
         stdout = self.process.stdout
         assert stdout is not None
-        with selectors.DefaultSelector() as selector:
-            selector.register(stdout, selectors.EVENT_READ)
-            ready = selector.select(timeout)
-        if not ready:
+        overdue = threading.Event()
+
+        def stop() -> None:  # a child past its time is killed, which ends its output
+            overdue.set()
+            self.process.kill()
+
+        timer = threading.Timer(timeout, stop)
+        timer.start()
+        results: list[Any] = []
+        reply: dict[str, Any] = {}
+        try:
+            for line in stdout:
+                if line.startswith("["):
+                    results.append(json.loads(line))
+                else:
+                    reply = json.loads(line)
+                    break
+        finally:
+            timer.cancel()
+        if reply.get("done"):
+            return results
+        if overdue.is_set():
             self.kill()
             return f"the replay in a second interpreter ran past {timeout:.0f} s"
-        line = stdout.readline()
-        reply = json.loads(line) if line else {"error": self._last_words()}
-        if "error" in reply:
-            self.kill()
-            return f"the replay in a second interpreter failed: {reply['error']}"[:300]
-        return reply["results"]
+        error = reply.get("error") or self._last_words()
+        self.kill()
+        return f"the replay in a second interpreter failed: {error}"[:300]
 
     def _last_words(self) -> str:
         """The last line it wrote to stderr before it ended."""
@@ -169,9 +184,9 @@ class OtherInterpreter:
         return results
 
 
-def _replay_all(request: dict[str, Any]) -> list[Any]:
+def _replay_all(request: dict[str, Any], replies: IO[str]) -> None:
+    """Replay each task's gold on a fresh fork; write a line per task: [outputs, final state hash]."""
     domain = load_domain_text(request["domain.yaml"], request["tools.py"], request["policy.md"], "replay")
-    results = []
     with Environment.from_sqlite(domain, request["database"]) as env:
         for calls in request["tasks"]:
             with env.fork() as fork:
@@ -181,14 +196,14 @@ def _replay_all(request: dict[str, Any]) -> list[Any]:
                     outputs.append(result.output)
                     if not result.ok:
                         break
-                results.append([outputs, fork.state_hash()])
-    return results
+                replies.write(json.dumps([outputs, fork.state_hash()]) + "\n")
 
 
 def _serve(requests: IO[str], replies: IO[str]) -> None:
     for line in requests:
         try:
-            reply: dict[str, Any] = {"results": _replay_all(json.loads(Path(line.strip()).read_text("utf-8")))}
+            _replay_all(json.loads(Path(line.strip()).read_text("utf-8")), replies)
+            reply: dict[str, Any] = {"done": True}
         except Exception as exc:  # noqa: BLE001 - the parent rejects the tasks with this reason
             reply = {"error": f"{type(exc).__name__}: {exc}"}
         replies.write(json.dumps(reply) + "\n")
