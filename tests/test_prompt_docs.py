@@ -14,6 +14,7 @@ import json
 import random
 import re
 import typing
+from contextlib import ExitStack
 from typing import Any
 
 import pytest
@@ -121,8 +122,9 @@ def custom_filters() -> set[str]:
 def template_helpers() -> set[str]:
     """The names a gen template sees besides the row's own columns, as populate makes them."""
     spec = builtin(DOMAIN).spec
-    filler = _TableFiller(spec, spec.tables[0], {}, 0)
-    return set(filler.template_context({}, "en_US", Faker("en_US"), 0, 0))
+    with ExitStack() as held:
+        filler = _TableFiller(spec, spec.tables[0], {}, 0, held)
+        return set(filler.template_context({}, "en_US", Faker("en_US"), 0, 0))
 
 
 def answer_format(prompt: str) -> str:
