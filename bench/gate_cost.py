@@ -25,7 +25,7 @@ from pathlib import Path
 from toolscale.domains import Environment, available_domains
 from toolscale.pipeline.export import dumps_line
 from toolscale.pipeline.synthesizer import OfflineSynthesizer
-from toolscale.quality.gates import run_gates
+from toolscale.quality.gating import run_gates
 
 
 def one_domain(name: str) -> tuple[float, float, int]:

@@ -26,7 +26,7 @@ from pathlib import Path
 from toolscale.domains import Environment, replay
 from toolscale.domains.dictdb import DictTools
 from toolscale.pipeline.synthesizer import OfflineSynthesizer
-from toolscale.quality.gates import run_gates
+from toolscale.quality.gating import run_gates
 
 
 def replay_all(env, tasks, replay=replay) -> None:

@@ -6,7 +6,7 @@ from typing import Any
 
 from prefect.artifacts import create_markdown_artifact, create_table_artifact
 
-from toolscale.quality.report import GATE_ORDER
+from toolscale.quality.gating import GATE_ORDER
 
 
 def publish_report_artifacts(report: dict[str, Any], markdown_text: str) -> None:

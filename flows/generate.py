@@ -35,7 +35,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from toolscale.pipeline.export import atomic_write
 from toolscale.pipeline.llm import LLMConfig, LLMSynthesizer, merge_reports
 from toolscale.pipeline.synthesizer import OfflineSynthesizer, Synthesizer
-from toolscale.quality.gates import screen
+from toolscale.quality.gating import screen
 from toolscale.quality.report import markdown, totals
 
 from . import interrupts, llm_progress, local_server, progress

@@ -25,16 +25,16 @@ from typing import Any
 from toolscale.domains import Domain, Environment
 from toolscale.domains.domain import load_domain_text
 from toolscale.domains.tasks import Rejection, Task
-from toolscale.pipeline.export import write_domain_files
+from toolscale.pipeline.export import write_domain_files, write_jsonl
 from toolscale.pipeline.populate import Rows
 from toolscale.quality.agent_gates import apply_reference
-from toolscale.quality.gates import run_gates
+from toolscale.quality.gating import run_gates
 from toolscale.quality.report import domain_funnel
 
 from . import progress
 from .digests import code_digest, file_digest, source_digest, stage_key
 from .reference import ReferenceConfig, reference_attempts
-from .store import StageStore, concatenate, read_json, read_jsonl, write_json, write_jsonl
+from .store import StageStore, concatenate, read_json, read_jsonl, write_json
 
 PUBLIC_FILES = ("domain.yaml", "tools.py", "policy.md", "db.sqlite", "tools.json", "rejected.jsonl", "tasks.jsonl")
 

@@ -26,7 +26,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
-from toolscale.pipeline.export import dumps_line
+from toolscale.pipeline.export import atomic_file
 
 from .digests import file_digest, json_digest
 
@@ -139,36 +139,12 @@ def read_json(path: Path) -> Any:
     return json.loads(path.read_text(encoding="utf-8"))
 
 
-def write_jsonl(path: Path, records: Iterable[BaseModel | dict[str, Any]]) -> int:
-    """Stream records to `path`, one per line, in the public exports' line format."""
-    n = 0
-    with open(path, "w", encoding="utf-8") as fh:
-        for record in records:
-            fh.write(dumps_line(record) + "\n")
-            n += 1
-    return n
-
-
 def read_jsonl(path: Path, model: type[Model]) -> Iterator[Model]:
     """Stream validated records from a JSON Lines file."""
     with open(path, encoding="utf-8") as fh:
         for line in fh:
             if line.strip():
                 yield model.model_validate_json(line)
-
-
-@contextmanager
-def atomic_file(path: Path) -> Iterator[Any]:
-    """A binary file handle whose content appears at `path` only when the block returns."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
-    try:
-        with open(tmp, "wb") as fh:
-            yield fh
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-    os.replace(tmp, path)
 
 
 def concatenate(path: Path, parts: Iterable[Path], chunk: int = 1 << 20) -> None:

@@ -8,21 +8,33 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from pydantic import BaseModel
 
 from toolscale.domains import Domain, Environment
 
 
-def atomic_write(path: Path, data: str | bytes) -> None:
+@contextmanager
+def atomic_file(path: Path) -> Iterator[BinaryIO]:
+    """A binary file handle whose content appears at `path` only when the block returns."""
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.tmp")
-    with open(tmp, "wb") as fh:
-        fh.write(data.encode("utf-8") if isinstance(data, str) else data)
+    try:
+        with open(tmp, "wb") as fh:
+            yield fh
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
     os.replace(tmp, path)
+
+
+def atomic_write(path: Path, data: str | bytes) -> None:
+    with atomic_file(path) as fh:
+        fh.write(data.encode("utf-8") if isinstance(data, str) else data)
 
 
 def dumps_line(record: BaseModel | dict[str, Any]) -> str:
@@ -31,9 +43,13 @@ def dumps_line(record: BaseModel | dict[str, Any]) -> str:
 
 
 def write_jsonl(path: Path, records: Iterable[BaseModel | dict[str, Any]]) -> int:
-    lines = [dumps_line(r) for r in records]
-    atomic_write(path, "".join(line + "\n" for line in lines))
-    return len(lines)
+    """Stream records to `path`, one per line, atomically; returns how many."""
+    n = 0
+    with atomic_file(path) as fh:
+        for record in records:
+            fh.write((dumps_line(record) + "\n").encode("utf-8"))
+            n += 1
+    return n
 
 
 def write_domain_files(out: Path, domain: Domain, env: Environment) -> None:

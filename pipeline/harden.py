@@ -14,8 +14,8 @@ from toolscale.domains.answers import with_checkable_answers
 from toolscale.domains.tasks import Rejection, Task
 
 from .instantiate import difficulty_of, write_calls
-from .operators import (Draft, calls_of, change_of_mind, compose, conditional, distractor, indirect_dates, partial,
-                        preference)
+from .operators import (Draft, Operator, calls_of, change_of_mind, compose, conditional, distractor, indirect_dates,
+                        partial, preference)
 from .templating import derive_seed
 
 
@@ -55,22 +55,22 @@ def harden(domain: Domain, env: Environment, tasks: list[Task], seed: int,
     """
     rng = random.Random(derive_seed(seed, domain.name, "harden"))
     # preference applies to few tasks (picks out of a listing by price or time): its share comes on top
-    budget = {"composition": 0.3, "conditional": 0.25, "change_of_mind": 0.05, "indirect": 0.15, "distractor": 0.15,
-              "preference": 0.1, "partial": 0.15}
+    budget = {Operator.COMPOSITION: 0.3, Operator.CONDITIONAL: 0.25, Operator.CHANGE_OF_MIND: 0.05,
+              Operator.INDIRECT: 0.15, Operator.DISTRACTOR: 0.15, Operator.PREFERENCE: 0.1, Operator.PARTIAL: 0.15}
     quota = {op: int(len(tasks) * share * w) for op, w in budget.items()}
     drafts: list[tuple[str, Draft, str | None]] = []  # (operator, draft, id of the base it replaces)
     by_user: dict[tuple[str, str], list[Task]] = defaultdict(list)
     for task in tasks:
         by_user[calls_of(task)[0]].append(task)
     groups = [g for g in by_user.values() if len({t.meta.intent for t in g}) > 1]
-    for _ in range(quota["composition"] * 3):
-        if not groups or len(drafts) >= quota["composition"]:
+    for _ in range(quota[Operator.COMPOSITION] * 3):
+        if not groups or len(drafts) >= quota[Operator.COMPOSITION]:
             break
         a, b = rng.sample(rng.choice(groups), 2)
         if a.meta.intent != b.meta.intent and (draft := compose(a, b, rng)):
-            drafts.append(("composition", draft, None))
+            drafts.append((Operator.COMPOSITION, draft, None))
     taken: set[str] = set()
-    for op, make in (("conditional", conditional), ("change_of_mind", change_of_mind)):
+    for op, make in ((Operator.CONDITIONAL, conditional), (Operator.CHANGE_OF_MIND, change_of_mind)):
         for _ in range(quota[op] * 8):  # few pairs share the record the amount is on: sample more
             if not groups or sum(o == op for o, _, _ in drafts) >= quota[op]:
                 break
@@ -81,10 +81,10 @@ def harden(domain: Domain, env: Environment, tasks: list[Task], seed: int,
                 drafts.append((op, draft, base.id))  # its gold is the taken branch's: it replaces that base
                 taken.add(base.id)
     singles: list[tuple[str, Callable[[Task], Draft | None]]] = [
-        ("indirect", lambda t: indirect_dates(t, domain.spec.clock.date())),
-        ("distractor", lambda t: distractor(t, env, rng)),
-        ("preference", lambda t: preference(t, env)),
-        ("partial", partial)]
+        (Operator.INDIRECT, lambda t: indirect_dates(t, domain.spec.clock.date())),
+        (Operator.DISTRACTOR, lambda t: distractor(t, env, rng)),
+        (Operator.PREFERENCE, lambda t: preference(t, env)),
+        (Operator.PARTIAL, partial)]
     for op, make in singles:
         pool = [t for t in tasks if t.id not in taken]
         rng.shuffle(pool)

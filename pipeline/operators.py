@@ -18,6 +18,7 @@ import random
 import re
 from collections.abc import Callable
 from datetime import date
+from enum import StrEnum
 from typing import Any
 
 from toolscale.domains import Domain, Environment, replay
@@ -28,6 +29,35 @@ from toolscale.domains.tasks import Action, Task
 from .phrasing import continuing, merge_sentences
 
 
+class Operator(StrEnum):
+    """A way of making a task harder: one name and one meaning for the offline operators below and
+    for the steps the LLM backend's model may apply (LLM_STEPS, listed in prompts/harden.j2). The
+    names are what `meta.hardening` records."""
+
+    COMPOSITION = "composition"
+    CONDITIONAL = "conditional"
+    CHANGE_OF_MIND = "change_of_mind"
+    INDIRECT = "indirect"
+    DISTRACTOR = "distractor"
+    PREFERENCE = "preference"
+    PARTIAL = "partial"
+
+
+MEANINGS = {
+    Operator.COMPOSITION: "the user wants a second, related thing done in the same conversation (the gold then has "
+                          "more actions than the original's)",
+    Operator.CONDITIONAL: "the request depends on something the agent must check first (\"only if the balance covers it\")",
+    Operator.CHANGE_OF_MIND: "the user changes their mind once the agent states what the first request costs",
+    Operator.INDIRECT: "the user names a record or a date indirectly (\"my most recent order\", \"the card I use "
+                       "abroad\", \"next Tuesday\")",
+    Operator.DISTRACTOR: "the user says something the agent must not act on (a wrong record named first and then "
+                         "corrected, an irrelevant or misleading detail)",
+    Operator.PREFERENCE: "the user states a preference (\"the cheapest\", \"the earliest\") instead of naming the record",
+    Operator.PARTIAL: "the user keeps back a detail the gold needs until the agent asks for it",
+}
+LLM_STEPS = (Operator.COMPOSITION, Operator.CONDITIONAL, Operator.INDIRECT, Operator.DISTRACTOR)
+
+
 Draft = tuple[Task, Callable[[list[Any]], str | None]]  # a variant, and a check of its replayed outputs
 
 
@@ -35,7 +65,7 @@ def calls_of(task: Task) -> list[tuple[str, str]]:
     return [(a.name, json.dumps(a.arguments, sort_keys=True)) for a in task.evaluation_criteria.actions]
 
 
-def _variant(task: Task, operator: str, *, actions: list[Action] | None = None, intent: str | None = None,
+def _variant(task: Task, operator: Operator, *, actions: list[Action] | None = None, intent: str | None = None,
              communicate: list[str] | None = None, nl: list[str] | None = None, **text: str | None) -> Task:
     instructions = task.user_scenario.instructions.model_copy(update=text)
     criteria = task.evaluation_criteria.model_copy(update={
@@ -43,7 +73,7 @@ def _variant(task: Task, operator: str, *, actions: list[Action] | None = None, 
                     for i, a in enumerate(actions if actions is not None else task.evaluation_criteria.actions)],
         "communicate_info": communicate if communicate is not None else task.evaluation_criteria.communicate_info,
         "nl_assertions": nl if nl is not None else task.evaluation_criteria.nl_assertions})
-    meta = task.meta.model_copy(update={"hardening": [*task.meta.hardening, operator],
+    meta = task.meta.model_copy(update={"hardening": [*task.meta.hardening, operator.value],
                                         "intent": intent or task.meta.intent})
     return task.model_copy(update={"user_scenario": task.user_scenario.model_copy(update={"instructions": instructions}),
                                    "evaluation_criteria": criteria, "meta": meta})
@@ -73,14 +103,14 @@ def compose(a: Task, b: Task, rng: random.Random | None = None) -> Draft | None:
         return None
     ia, ib = a.user_scenario.instructions, b.user_scenario.instructions
     variant = _variant(
-        a, "composition", actions=[*a.evaluation_criteria.actions, *[x for x, _ in kept]],
+        a, Operator.COMPOSITION, actions=[*a.evaluation_criteria.actions, *[x for x, _ in kept]],
         intent=f"{a.meta.intent}+{b.meta.intent}",
         communicate=[*a.evaluation_criteria.communicate_info, *b.evaluation_criteria.communicate_info],
         nl=[*a.evaluation_criteria.nl_assertions, *b.evaluation_criteria.nl_assertions],
         reason_for_call=f"{ia.reason_for_call} In the same call, {continuing(ib.reason_for_call)}",
         known_info=merge_sentences(ia.known_info, ib.known_info), unknown_info=merge_sentences(ia.unknown_info, ib.unknown_info),
         task_instructions=f"{ia.task_instructions} {(rng or random.Random(0)).choice(_JOINS).format(continuing(ib.task_instructions))}")
-    variant.meta.hardening[:] = sorted({*a.meta.hardening, *b.meta.hardening}) + ["composition"]
+    variant.meta.hardening[:] = sorted({*a.meta.hardening, *b.meta.hardening}) + [Operator.COMPOSITION.value]
     return variant, _same_outputs([o for _, o in kept], len(a.evaluation_criteria.actions))
 
 
@@ -186,7 +216,7 @@ def conditional(a: Task, b: Task, domain: Domain, env: Environment, rng: random.
     label = _label(field)
     ia, ib = a.user_scenario.instructions, b.user_scenario.instructions
     variant = _variant(
-        taken, "conditional", actions=branch_a if go_a else branch_b, intent=f"{a.meta.intent}|{b.meta.intent}",
+        taken, Operator.CONDITIONAL, actions=branch_a if go_a else branch_b, intent=f"{a.meta.intent}|{b.meta.intent}",
         communicate=[_spell(value), *taken.evaluation_criteria.communicate_info],
         reason_for_call=f"{ia.reason_for_call} But if the {label} on your {noun} is {_spell(threshold)} or less, you "
                         f"would rather do something else: {continuing(ib.reason_for_call)}",
@@ -229,7 +259,7 @@ def change_of_mind(a: Task, b: Task, domain: Domain, env: Environment, rng: rand
     label = _label(field)
     ia, ib = a.user_scenario.instructions, b.user_scenario.instructions
     variant = _variant(
-        b, "change_of_mind", actions=branch_b, intent=f"{a.meta.intent}>{b.meta.intent}",
+        b, Operator.CHANGE_OF_MIND, actions=branch_b, intent=f"{a.meta.intent}>{b.meta.intent}",
         communicate=[_spell(value), *b.evaluation_criteria.communicate_info],
         reason_for_call=ia.reason_for_call, known_info=merge_sentences(ia.known_info, ib.known_info),
         unknown_info=merge_sentences(ia.unknown_info, ib.unknown_info, f"You do not know the {label}."),
@@ -247,7 +277,7 @@ def indirect_dates(task: Task, today: date) -> Draft | None:
     if all(text[f] == getattr(i, f) for f in fields):
         return None
     text["task_instructions"] = (text["task_instructions"] or "") + " Refer to dates the way you would in conversation."
-    return _variant(task, "indirect", **text), _no_check
+    return _variant(task, Operator.INDIRECT, **text), _no_check
 
 
 def _picked(output: Any, later: list[Action]) -> tuple[dict[str, Any], str] | None:
@@ -307,7 +337,7 @@ def distractor(task: Task, env: Environment, rng: random.Random) -> Draft | None
             label = field.replace("_", " ")
             text_update = {f: _replace_value(getattr(i, f), value, wrong) for f in fields}
             text_update["task_instructions"] += f" Once the agent has found it, correct yourself: you meant {value}, not {wrong}."
-            return _variant(task, "distractor", **text_update,
+            return _variant(task, Operator.DISTRACTOR, **text_update,
                             nl=[*task.evaluation_criteria.nl_assertions,
                                 f"The agent does not act on the record with {label} {wrong}."]), _no_check
         break
@@ -374,7 +404,7 @@ def preference(task: Task, env: Environment) -> Draft | None:
             return None
         noun = key[:-3].replace("_", " ")
         wish = f"You have no particular {noun} in mind: you want the {order[1]} {noun} that fits the rest of your request."
-        variant = _variant(task, "preference", known_info=" ".join([*kept, wish]))
+        variant = _variant(task, Operator.PREFERENCE, known_info=" ".join([*kept, wish]))
         ctx = GateContext(env, variant)
         if all(gate.check(ctx).passed for gate in (RealizabilityGate(), AmbiguityGate())):
             return variant, _no_check
@@ -391,6 +421,6 @@ def partial(task: Task) -> Draft | None:
             if isinstance(value, str) and len(value) >= 4 and appears_in(value, known) and not appears_in(value, request):
                 label = argument.replace("_", " ")
                 extra = f" Do not volunteer your {label}; give it only when the agent asks for it."
-                return _variant(task, "partial",
+                return _variant(task, Operator.PARTIAL,
                                 task_instructions=task.user_scenario.instructions.task_instructions + extra), _no_check
     return None

@@ -15,6 +15,8 @@ from math import comb
 
 from toolscale.domains.tasks import GateVerdict, ReferenceSolve, Rejection, Task
 
+AGENT_GATES = ("solvable", "needs_tools")  # the verdicts apply_reference gives, in order
+
 
 @dataclass(frozen=True)
 class Attempts:
@@ -56,7 +58,7 @@ def apply_reference(tasks: list[Task], attempts: Mapping[str, Attempts], model: 
     accepted, rejected = [], []
     for task in tasks:
         record = reference_record(model, attempts[task.id])
-        verdicts = {"solvable": solvable(record, min_solved), "needs_tools": needs_tools(record)}
+        verdicts = dict(zip(AGENT_GATES, (solvable(record, min_solved), needs_tools(record))))
         checked = task.model_copy(update={"meta": task.meta.model_copy(
             update={"reference": record, "gates": {**task.meta.gates, **verdicts}})})
         failing = next((name for name, verdict in verdicts.items() if not verdict.passed), None)
@@ -67,4 +69,4 @@ def apply_reference(tasks: list[Task], attempts: Mapping[str, Attempts], model: 
     return accepted, rejected
 
 
-__all__ = ["Attempts", "apply_reference", "needs_tools", "pass_hat", "reference_record", "solvable"]
+__all__ = ["AGENT_GATES", "Attempts", "apply_reference", "needs_tools", "pass_hat", "reference_record", "solvable"]

@@ -11,10 +11,8 @@ from typing import Any
 
 from toolscale.domains.tasks import Rejection, Task
 
+from .gating import GATE_ORDER
 from .task_quality import combined, task_quality
-
-GATE_ORDER = ("synthesis", "replay", "determinism", "effect", "realizability", "ambiguity", "leakage", "wording",
-              "checkable", "policy", "necessity", "duplicates", "solvable", "needs_tools")
 
 
 def _funnel(accepted: Sequence[Task], rejected: Sequence[Rejection]) -> dict[str, Any]:

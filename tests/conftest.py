@@ -20,7 +20,7 @@ import pytest
 from toolscale.domains import Environment, load_domain
 from toolscale.pipeline.populate import populate
 from toolscale.pipeline.synthesizer import OfflineSynthesizer
-from toolscale.quality.gates import run_gates
+from toolscale.quality.gating import run_gates
 
 FIXTURES = Path(__file__).parent / "fixtures"
 

@@ -17,7 +17,7 @@ from toolscale.flows.publish import build_publication
 from toolscale.pipeline.export import atomic_write, write_domain_files, write_jsonl
 from toolscale.pipeline.rows import read_run
 from toolscale.pipeline.synthesizer import OfflineSynthesizer
-from toolscale.quality.gates import run_gates
+from toolscale.quality.gating import run_gates
 from toolscale.quality.report import domain_funnel, totals
 
 SCALE = float(os.environ.get("TOOLSCALE_TEST_SCALE", "0.3"))

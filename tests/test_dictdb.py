@@ -13,7 +13,7 @@ import pytest
 import sqlalchemy as sa
 
 from domain_checks import example_arguments
-from toolscale.domains import Environment, builtin_domain, load_domain_text
+from toolscale.domains import Environment, available_domains, builtin_domain, load_domain_text
 from toolscale.domains.dictdb import DictRecords, DictTools
 from toolscale.domains.records import DIGEST_MOD, Records, row_hash
 from toolscale.domains.sql import Statements, create_schema
@@ -165,8 +165,7 @@ def test_read_tools_cannot_write_and_failed_writes_leave_no_trace(library, libra
     assert tools.state_hash() == before and tools.dump() == rows
 
 
-@pytest.mark.parametrize("name", ["library", "bank", "basketball", "ecommerce", "medicine", "movie", "railway",
-                                  "restaurant", "school", "travel", "weather"])
+@pytest.mark.parametrize("name", ["library", *available_domains()])
 def test_every_tool_answers_as_the_environment_does(name, library, library_rows):
     """Each tool with its docstring example, then with bad arguments: same result, same state."""
     domain = library if name == "library" else builtin_domain(name)

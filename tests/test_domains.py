@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from toolscale.domains import Environment, available_domains, builtin_domain
@@ -71,10 +73,16 @@ def test_every_rule_is_enforced_by_a_tool_that_raises(loaded):
             assert raising[name], f"{domain.name}.{name} is a write that never raises ToolError"
 
 
-def test_policy_text_covers_the_rules(loaded):
+def test_the_policy_states_every_figure_of_the_rules(loaded):
+    """The agent reads policy.md, not domain.yaml: every limit, fee, count and date a rule names is in it."""
     domain, _, _ = loaded
-    assert len(domain.policy) > 400
     assert domain.policy.lstrip().startswith("#")
+    policy = domain.policy.replace(",", "")
+    figures = [(rule.id, figure.replace(",", "")) for rule in domain.spec.rules
+               for figure in re.findall(r"\d[\d,]*(?:\.\d+)?", rule.rule)]
+    assert figures, f"{domain.name}: no rule names a figure"
+    for rule, figure in figures:
+        assert figure in policy, f"{domain.name} rule {rule!r}: {figure} is not in policy.md"
 
 
 def test_no_two_domains_share_a_table_layout_or_tool_set():

@@ -14,7 +14,8 @@ import pytest
 from toolscale.domains import Environment
 from toolscale.pipeline.synthesizer import OfflineSynthesizer
 from toolscale.quality import elsewhere
-from toolscale.quality.gates import DeterminismGate, GateContext, ReplayGate, run_gates
+from toolscale.quality.gates import DeterminismGate, GateContext, ReplayGate
+from toolscale.quality.gating import run_gates
 
 FIXTURES = Path(__file__).parent / "fixtures"
 

@@ -17,7 +17,8 @@ from toolscale.pipeline.operators import (_told, _unknown_amount, change_of_mind
                                           indirect_dates, partial, preference)
 from toolscale.pipeline.phrasing import continuing, merge_sentences
 from toolscale.pipeline.synthesizer import OfflineSynthesizer
-from toolscale.quality.gates import GateContext, run_gates
+from toolscale.quality.gates import GateContext
+from toolscale.quality.gating import run_gates
 from toolscale.quality.wording import WordingGate
 
 
@@ -65,7 +66,8 @@ def test_a_variant_replaces_its_base_but_a_composition_keeps_both(bank):
     singles = [t for t in hardened if t.meta.hardening and "composition" not in t.meta.hardening]
     assert composed and singles
     assert len([t for t in hardened if not t.meta.hardening]) == len(base) - len(singles)
-    assert all(t.id in ids for t in composed)
+    assert {t.id for t in base} - ids == {t.meta.hardened_from for t in singles}  # only singles replace a base
+    assert all(t.meta.hardened_from is None and t.id not in {b.id for b in base} for t in composed)
 
 
 def test_composition_joins_two_requests_of_one_user(bank):

@@ -30,7 +30,7 @@ from toolscale.pipeline.llm.slices import db_slice
 from toolscale.pipeline.llm.synthesizer import anchor_pool
 from toolscale.pipeline.llm.harden import anchor_record, build_hardened
 from toolscale.pipeline.llm.tasks import build_task, unbuilt_task
-from toolscale.quality.gates import run_gates, screen
+from toolscale.quality.gating import run_gates, screen
 
 DOMAIN = "bank"
 

@@ -10,7 +10,8 @@ from __future__ import annotations
 from toolscale.domains.tasks import Action
 from toolscale.quality.duplicates import DuplicateGate
 from toolscale.quality.effects import EffectGate, NecessityGate
-from toolscale.quality.gates import GateContext, default_gates, run_gates
+from toolscale.quality.gates import GateContext
+from toolscale.quality.gating import default_gates, run_gates
 from toolscale.quality.policy import PolicyGate
 from toolscale.quality.text_gates import AmbiguityGate, LeakageGate, RealizabilityGate
 

@@ -3,8 +3,8 @@ and which no task reached, so a reader can tell "passed everything" from "never 
 
 from __future__ import annotations
 
-from toolscale.quality.gates import default_gates
-from toolscale.quality.report import GATE_ORDER, NOT_REACHED, domain_funnel, markdown, totals
+from toolscale.quality.gating import GATE_ORDER, default_gates
+from toolscale.quality.report import NOT_REACHED, domain_funnel, markdown, totals
 
 
 def test_every_gate_is_counted_in_order_and_the_counts_chain(bank_run):

@@ -12,6 +12,10 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from toolscale.domains.spec import IDENTIFIER, PolicyRule, Table
 
+from ..operators import LLM_STEPS
+
+_STEPS = tuple(step.value for step in LLM_STEPS)  # the hardening steps a model may name
+
 
 class _Answer(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -80,7 +84,7 @@ class TaskAnswer(_Answer):
 class HardenAnswer(_Answer):
     """A harder variant of a task and the hardening steps it applied."""
 
-    steps: list[Literal["composition", "conditions", "indirect_reference", "distractor"]] = Field(min_length=1)
+    steps: list[Literal[_STEPS]] = Field(min_length=1)  # type: ignore[valid-type]
     task: TaskAnswer
 
 

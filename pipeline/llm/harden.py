@@ -14,6 +14,7 @@ from toolscale.domains.spec import DomainSpec
 from toolscale.domains.tasks import Lineage, Task
 
 from ..instantiate import difficulty_of, write_calls
+from ..operators import Operator
 from .answers import HardenAnswer, IntentProposal
 from .dialogue import Invalid, Problem
 from .tasks import Screen, build_task, gate_problem, unbuilt_task
@@ -60,7 +61,7 @@ def build_hardened(domain: Domain, env: Environment, base: Task, intent: IntentP
     calls = len(task.evaluation_criteria.actions)
     if _same_task(task, base):
         raise Invalid([Problem("unchanged", "the task is the one given: apply at least one of the steps", "task")])
-    if "composition" in answer.steps and calls <= len(base.evaluation_criteria.actions):
+    if Operator.COMPOSITION in answer.steps and calls <= len(base.evaluation_criteria.actions):
         raise Invalid([Problem("not_composed", f"a composition adds a second request, but the gold has {calls} "
                                                f"actions, as many as the original's or fewer", "steps")])
     variant = _as_variant(domain, base, task, answer.steps)

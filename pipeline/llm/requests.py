@@ -11,6 +11,7 @@ from typing import Any
 from toolscale.domains import Domain
 from toolscale.domains.spec import DomainSpec
 
+from ..operators import LLM_STEPS, MEANINGS
 from ..populate import Rows
 from . import prompts
 from .answers import IntentProposal
@@ -75,6 +76,7 @@ def task(domain: Domain, intent: IntentProposal, tool_names: list[str], db_slice
 def harden(domain: Domain, task: dict[str, Any], tool_names: list[str], db_slice: Rows, base_id: str,
            seed: int) -> list[dict[str, str]]:
     schemas = [domain.toolkit.specs[name].openai_schema()["function"] for name in tool_names]
+    steps = [(step.value, MEANINGS[step]) for step in LLM_STEPS]
     return prompts.messages("harden", domain=domain.spec, policy=domain.policy, task=task, tools=schemas,
-                            slice=db_slice, request={"stage": "harden", "domain": domain.name, "task": base_id,
+                            slice=db_slice, steps=steps, request={"stage": "harden", "domain": domain.name, "task": base_id,
                                                      "tools": tool_names, "seed": seed})
