@@ -18,7 +18,16 @@ from typing import Any
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
 PROMPTS_DIR = Path(__file__).resolve().parents[2] / "prompts"
-STAGES = ("design", "populate", "tools", "intents", "task", "harden", "judge")
+ROLES = {  # each stage's template is prompts/<stage>.j2; its role opens the system prompt (partials/system.j2)
+    "design": "You design the database schema, business rules and agent policy of a customer-service domain.",
+    "populate": "You write realistic, varied database records that obey a schema exactly.",
+    "tools": "You write the tools of a customer-service domain as restricted Python functions.",
+    "intents": "You propose realistic reasons a user contacts a customer-service agent.",
+    "task": "You write one verifiable task for a tool-using customer-service agent, with its gold tool calls.",
+    "harden": "You turn a verifiable agent task into a harder one that stays verifiable.",
+    "judge": "You judge, strictly and briefly, whether an agent's conversation fulfilled a task.",
+}
+STAGES = tuple(ROLES)
 
 
 def _json(value: Any, indent: int | None = None) -> str:
@@ -42,7 +51,7 @@ def messages(stage: str, **variables: Any) -> list[dict[str, str]]:
     """The chat messages of a stage's request."""
     if stage not in STAGES:
         raise ValueError(f"unknown prompt stage {stage!r}; stages: {', '.join(STAGES)}")
-    return [{"role": "system", "content": render("partials/system.j2", stage=stage)},
+    return [{"role": "system", "content": render("partials/system.j2", role=ROLES[stage])},
             {"role": "user", "content": render(f"{stage}.j2", **variables)}]
 
 
