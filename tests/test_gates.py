@@ -137,11 +137,15 @@ def test_a_second_interpreter_that_died_idle_is_replaced(library_tasks):
     assert check(gate, env, tasks[0]).passed and _child_pid(gate) != dead
 
 
-def test_a_failed_replay_elsewhere_rejects_with_its_reason_and_the_next_run_gets_a_fresh_child(library_tasks):
+def test_a_failed_replay_elsewhere_rejects_with_its_reason_and_the_next_run_gets_a_fresh_child(library_tasks,
+                                                                                              monkeypatch):
     env, tasks = library_tasks
+    send = elsewhere._Child.send
+    # the child is told of a request file that is not there (deleting a file it may already have read races it)
+    monkeypatch.setattr(elsewhere._Child, "send", lambda child, request: send(child, request.with_name("none.json")))
     gate = DeterminismGate()
     gate.prepare(env, tasks[:1])
-    Path(gate._elsewhere._folder.name, "db.sqlite").unlink()  # the child finds no database to replay on
+    monkeypatch.undo()
     failing = _child_pid(gate)
     verdict = check(gate, env, tasks[0])
     assert not verdict.passed and verdict.reason.startswith("the replay in a second interpreter failed: ")
@@ -179,6 +183,13 @@ def test_the_second_interpreter_ends_with_its_parent(tmp_path):
     assert done.returncode == 0, done.stderr
     child = int(done.stdout.split()[-1])
     deadline = time.monotonic() + 10
-    while psutil.pid_exists(child) and psutil.Process(child).status() != psutil.STATUS_ZOMBIE:
+    while _running(child):
         assert time.monotonic() < deadline, "the second interpreter outlived its parent"
         time.sleep(0.1)
+
+
+def _running(pid: int) -> bool:
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE  # ended, not yet reaped by its new parent
+    except (psutil.NoSuchProcess, psutil.ZombieProcess):
+        return False
