@@ -31,13 +31,7 @@ def command(*args: str) -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def since():
-    """When this module's CLI runs began: on the shared server, its Prefect runs are those started since."""
-    return datetime.now(timezone.utc)
-
-
-@pytest.fixture(scope="module")
-def env(cli_prefect_server, since):
+def env(cli_prefect_server):
     """The environment for CLI runs: this test worker's Prefect server (tests/conftest.py), which other
     modules' runs use too (and, through its database, the other workers' runs)."""
     return {**os.environ, "PREFECT_API_URL": cli_prefect_server}
@@ -165,42 +159,45 @@ def test_a_local_dask_cluster_gives_the_default_runners_output(env, baseline, tm
     assert funnels(tmp_path / "out") == funnels(baseline)
 
 
-def test_a_prefect_server_shows_the_runs_logs_and_the_reused_stages_as_cached(env, since, resumed, tmp_path_factory):
+def test_a_prefect_server_shows_the_runs_logs_and_the_reused_stages_as_cached(env, baseline, tmp_path):
     """With a server, the audit found "This run didn't generate logs" and no sign of reused stages
     (notes/audit-2026-12-01/ecosystem.md): each computed stage now logs a line to the API, and a
-    stage the resumed run reused is a task run in state Cached.
+    stage a run reuses is a task run in state Cached.
 
-    The server is shared (other modules' runs, and the other test workers' through its database), so
-    only this module's Prefect runs count: started since it began, writing under this worker's
-    temporary folder; the states only of those of the resumed run (its OUT). Its final run alone
-    cannot show both designs Cached (one domain was complete when it started), nor reliably its
-    stage logs (a killed run's last lines may not reach the server): its killed runs count too."""
+    A copy of the finished baseline whose export stages were dropped is run again: both domains reuse
+    design..solve and compute export, whatever the timing. The server is shared (other modules' runs,
+    and the other test workers' through its database), so only the Prefect runs writing to the copy count."""
     from prefect.client.orchestration import get_client
     from prefect.client.schemas.filters import (FlowRunFilter, FlowRunFilterStartTime, LogFilter, LogFilterFlowRunId,
                                                 LogFilterLevel, TaskRunFilter, TaskRunFilterFlowRunId)
     from prefect.client.schemas.sorting import FlowRunSort
     from prefect.settings import PREFECT_API_URL, temporary_settings
 
-    out, worker_tmp = resumed[0], tmp_path_factory.getbasetemp()
+    out = tmp_path / "out"
+    shutil.copytree(baseline, out)
+    for artifact in (out / ".toolscale" / "stages").glob("*/export-*"):
+        shutil.rmtree(artifact)
+    since = datetime.now(timezone.utc)
+    proc = toolscale(env, tmp_path, "generate", *ARGS, "--out", str(out))
+    assert proc.returncode == 0 and "resumed: reused" in proc.said, proc.stderr[-3000:]
     with temporary_settings({PREFECT_API_URL: env["PREFECT_API_URL"]}), get_client(sync_client=True) as client:
         runs: list = []  # oldest first: runs that start meanwhile come after the pages read
         started = FlowRunFilter(start_time=FlowRunFilterStartTime(after_=since))
         while page := client.read_flow_runs(flow_run_filter=started, sort=FlowRunSort.START_TIME_ASC, limit=200,
                                             offset=len(runs)):
             runs += page
-        outs = {run.id: Path(config["out"]) for run in runs
-                if isinstance(config := run.parameters.get("config"), dict) and "out" in config}
-        ours = {run_id: run_out for run_id, run_out in outs.items() if run_out.is_relative_to(worker_tmp)}
-        resumed_runs = [run_id for run_id, run_out in ours.items() if run_out == out]
-        assert resumed_runs, f"no Prefect run of the resumed run since {since}: {ours}"
+        ours = [run.id for run in runs
+                if isinstance(config := run.parameters.get("config"), dict) and Path(config.get("out", "")) == out]
+        assert ours, f"no Prefect run writing to {out} since {since}"
         states = [(run.name, run.state.name) for run in client.read_task_runs(
-            task_run_filter=TaskRunFilter(flow_run_id=TaskRunFilterFlowRunId(any_=resumed_runs)), limit=200)]
+            task_run_filter=TaskRunFilter(flow_run_id=TaskRunFilterFlowRunId(any_=ours)), limit=200)]
         logs: list[str] = []
-        module_logs = LogFilter(level=LogFilterLevel(ge_=20), flow_run_id=LogFilterFlowRunId(any_=list(ours)))
-        while page := client.read_logs(module_logs, limit=200, offset=len(logs)):
+        our_logs = LogFilter(level=LogFilterLevel(ge_=20), flow_run_id=LogFilterFlowRunId(any_=ours))
+        while page := client.read_logs(our_logs, limit=200, offset=len(logs)):
             logs += [log.message for log in page]
     cached = {name for name, state in states if state == "Cached"}
-    assert {"design-bank", "design-weather"} <= cached, states  # the resumed run reused them
-    assert any(m.startswith("tasks of bank: computed in") for m in logs), logs[:20]
+    assert {"design-bank", "design-weather", "gate-bank", "gate-weather"} <= cached, states
+    assert ("export-bank", "Completed") in states and ("export-weather", "Completed") in states, states
+    assert any(m.startswith("export of bank: computed in") for m in logs), logs[:20]
     assert not [m for m in logs if "Traceback" in m]
-    assert "Task run" not in resumed[2].stderr  # Prefect's own lines stay out of the terminal
+    assert "Task run" not in proc.stderr  # Prefect's own lines stay out of the terminal
