@@ -90,7 +90,15 @@ def test_a_closed_run_starts_no_more_stages_and_answers_every_one(tmp_path):
 
 
 def _workers() -> set[int]:
-    return {p.pid for p in psutil.Process().children() if "spawn_main" in " ".join(p.cmdline())}
+    """This process's live spawned workers; one another test left ending (a zombie, or gone) is not one."""
+    found = set()
+    for child in psutil.Process().children():
+        try:
+            if "spawn_main" in " ".join(child.cmdline()):
+                found.add(child.pid)
+        except psutil.Error:
+            pass
+    return found
 
 
 def test_lanes_take_the_workers_started_ahead_and_the_unused_ones_stop(tmp_path, monkeypatch):
