@@ -13,6 +13,11 @@ WEEKDAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", 
 _FIXED = {"the day before yesterday": -2, "yesterday": -1, "today": 0, "tomorrow": 1, "the day after tomorrow": 2}
 
 
+# the forms `resolve` reads back, for whoever writes dates for a user to say (the LLM's hardening step)
+SAID_FORMS = ", ".join(f'"{form}"' for form in (*_FIXED, "this coming Friday", "last Friday", "in 9 days",
+                                                 "10 days ago"))
+
+
 def describe(day: date, today: date) -> str | None:
     """A relative phrase for `day` seen from `today`, or None when it is too far to say so."""
     delta = (day - today).days

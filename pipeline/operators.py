@@ -22,7 +22,7 @@ from enum import StrEnum
 from typing import Any
 
 from toolscale.domains import Domain, Environment, replay
-from toolscale.domains.dates import relative_dates
+from toolscale.domains.dates import SAID_FORMS, relative_dates
 from toolscale.domains.matching import appears_in, normalize_text
 from toolscale.domains.tasks import Action, Task
 
@@ -48,8 +48,9 @@ MEANINGS = {
                           "more actions than the original's)",
     Operator.CONDITIONAL: "the request depends on something the agent must check first (\"only if the balance covers it\")",
     Operator.CHANGE_OF_MIND: "the user changes their mind once the agent states what the first request costs",
-    Operator.INDIRECT: "the user names a record or a date indirectly (\"my most recent order\", \"the card I use "
-                       "abroad\", \"next Tuesday\")",
+    Operator.INDIRECT: "the user names a record indirectly (\"my most recent order\", \"the card I use abroad\"), "
+                       f"or a date relative to today in one of the forms the checker reads back: {SAID_FORMS} (any "
+                       "weekday; up to 99 days)",
     Operator.DISTRACTOR: "the user says something the agent must not act on (a wrong record named first and then "
                          "corrected, an irrelevant or misleading detail)",
     Operator.PREFERENCE: "the user states a preference (\"the cheapest\", \"the earliest\") instead of naming the record",

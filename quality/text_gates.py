@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from toolscale.domains.dates import SAID_FORMS
 from toolscale.domains.tasks import GateVerdict
 
 from .gates import GateContext, failed, passed
@@ -43,8 +44,10 @@ class RealizabilityGate:
                     if (appears_in(leaf, ctx.text) or ctx.returned_before(i, leaf) or leaf in ctx.told_dates
                             or leaf in _allowed_literals(ctx, action.name, argument)):
                         continue
+                    hint = (f"; a date the user does not give as it is must be said in one of these forms: {SAID_FORMS}"
+                            if isinstance(leaf, str) and _ISO_DATE.fullmatch(leaf) else "")
                     return failed(f"action {i} ({action.name}): {argument}={leaf!r} is neither told by the user "
-                                  "nor returned by an earlier action")
+                                  f"nor returned by an earlier action{hint}")
         return passed()
 
 
@@ -54,6 +57,7 @@ def _element_lists(output: Any) -> list[list[dict[str, Any]]]:
     return [c for c in candidates if isinstance(c, list) and len(c) > 1 and all(isinstance(e, dict) for e in c)]
 
 
+_ISO_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
 _DATETIME = re.compile(r"(\d{4}-\d{2}-\d{2})T(\d{2}:\d{2})")
 
 

@@ -7,7 +7,12 @@ several end states (#463) and gold that misses its effect (#316).
 
 from __future__ import annotations
 
+import re
+from datetime import date
+
+from toolscale.domains.dates import SAID_FORMS, resolve
 from toolscale.domains.tasks import Action
+from toolscale.pipeline.operators import MEANINGS, Operator
 from toolscale.quality.duplicates import DuplicateGate
 from toolscale.quality.effects import EffectGate, NecessityGate
 from toolscale.quality.gates import GateContext
@@ -88,6 +93,34 @@ def test_realizability_accepts_relative_dates_and_schema_literals(library_tasks)
                                                    arguments={"book_id": book, "copies": 5, "reason": "damage"})],
                         text={"task_instructions": task.user_scenario.instructions.task_instructions + " Set copies to 5."})
     assert verdict(RealizabilityGate(), env, stocktake).passed
+
+
+def test_a_date_the_user_does_not_give_is_rejected_with_the_forms_that_would_say_it(bank_run):
+    """The LLM's hardening step is taught SAID_FORMS for dates said relative to today; a gold date the user
+    gives in none of them is refused naming those forms, and said in one of them it passes."""
+    domain, env, accepted, _ = bank_run
+    today = domain.spec.clock.date()
+    task, day = next((t, v) for t in accepted for a in t.evaluation_criteria.actions for v in a.arguments.values()
+                     if isinstance(v, str) and re.fullmatch(r"\d{4}-\d{2}-\d{2}", v)
+                     and 0 < abs((date.fromisoformat(v) - today).days) < 100
+                     and v in str(t.user_scenario.instructions))
+    days = (date.fromisoformat(day) - today).days
+    instructions = task.user_scenario.instructions
+    fields = ("reason_for_call", "known_info", "task_instructions")
+
+    def saying(phrase):
+        return rebuilt(env, task, text={f: (getattr(instructions, f) or "").replace(day, phrase) or None for f in fields})
+
+    reason = verdict(RealizabilityGate(), env, saying("some day soon")).reason
+    assert f"={day!r} is neither told by the user" in reason and SAID_FORMS in reason
+    assert verdict(RealizabilityGate(), env, saying(f"in {days} days" if days > 0 else f"{-days} days ago")).passed
+
+
+def test_every_date_form_the_hardening_prompt_teaches_is_read_back():
+    today = date(2026, 12, 3)
+    for form in re.findall(r'"([^"]+)"', SAID_FORMS):
+        assert resolve(f"Please do it {form}.", today), form
+    assert SAID_FORMS in MEANINGS[Operator.INDIRECT]
 
 
 def test_ambiguity_fails_when_the_user_cannot_single_out_the_record(library_tasks):
