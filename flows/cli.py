@@ -26,7 +26,8 @@ from toolscale.domains import DomainError, available_domains, builtin_domain, lo
 from .interrupts import stopping_cleanly
 from .lanes import computes_in_lanes, start_workers
 from .runners import RunnerError, parse_runner, thread_count
-from .settings import DEBUG_VARIABLE, configure_prefect, debug_mode, is_startup_failure, reset_ephemeral_database
+from .local_server import is_startup_failure
+from .settings import DEBUG_VARIABLE, configure_prefect, debug_mode, reset_ephemeral_database
 from .terminal import showing_progress
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,

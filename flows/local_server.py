@@ -1,36 +1,186 @@
-"""Prefect's local (ephemeral) server, started with a line that says so.
+"""Prefect's local server: Prefect's own API app (no UI) under uvicorn, a child of this process.
 
-With no PREFECT_API_URL, Prefect starts a server in a subprocess on its first API call and stops it
-at exit. That start takes 10-50 s on 2 cores (its database is migrated on first use), in which a
-run would only show "waiting"; starting it here first lets the CLI say what is happening and how long
-it took. It is Prefect's own singleton, so the flows then use this very server.
+With no PREFECT_API_URL configured, Prefect would start this server itself on its first API call,
+after importing the whole server package into the calling process just to launch it (about 4 s of
+CPU on 2 cores, taken from the stages). `launch()` starts the same command without that import, as
+soon as a run knows it has work, and points this process's Prefect settings at it; `ensure_started`
+waits for it with a line that says so (its start takes 5-50 s on 2 cores: its database is migrated
+on first use). A server launched here ends with this process, or with the kernel's parent-death
+signal if this process is killed outright.
 """
 
 from __future__ import annotations
 
+import atexit
+import ctypes
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
 import time
 from collections.abc import Callable
 
+from .settings import debug_mode
+
+_PR_SET_PDEATHSIG = 1
+_prctl = ctypes.CDLL(None, use_errno=True).prctl if sys.platform.startswith("linux") else None  # looked up
+# here: a forked child of a threaded process must not load libraries
+_PORT_TAKEN = 3  # uvicorn's exit status when it failed to start, e.g. its port was taken after our check
+_EXCEPTION = re.compile(r"[\w.]+(Error|Exception|Exit)\b.*:")  # "sqlite3.OperationalError: unable to ..."
+_server: "LocalServer | None" = None
+
+
+class LocalServerError(RuntimeError):
+    """The local server did not answer its health check in time, or ended while starting."""
+
+
+class LocalServer:
+    """One uvicorn process serving `prefect.server.api.server:create_app` on a free loopback port,
+    as Prefect's ephemeral mode runs it (no UI, ephemeral services)."""
+
+    def __init__(self) -> None:
+        self.log = tempfile.TemporaryFile()  # its start-up errors, for the message if it fails
+        self.healthy = False
+        self.process = self._spawn()
+        atexit.register(self.stop)
+
+    @property
+    def api_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/api"
+
+    def _spawn(self) -> subprocess.Popen:
+        import prefect
+
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            self.port = probe.getsockname()[1]
+        command = [sys.executable, "-m", "uvicorn", "--app-dir", str(prefect.__module_path__.parent), "--factory",
+                   "prefect.server.api.server:create_app", "--host", "127.0.0.1", "--port", str(self.port),
+                   "--log-level", "error", "--lifespan", "on"]
+        env = {**os.environ, "PREFECT_UI_ENABLED": "0", "PREFECT__SERVER_EPHEMERAL": "1", "PREFECT__SERVER_FINAL": "1"}
+        env.pop("PREFECT_API_URL", None)
+        if not debug_mode():  # its errors go to a file read only when it fails: keep them there
+            env["PREFECT_SERVER_LOGGING_LEVEL"] = "ERROR"
+        return subprocess.Popen(command, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                stderr=None if debug_mode() else self.log, preexec_fn=_end_with_parent(os.getpid()))
+
+    def wait_healthy(self, timeout_s: float) -> None:
+        """Return once /api/health answers 200; LocalServerError after `timeout_s`, or when it ends."""
+        import httpx
+
+        deadline = time.monotonic() + timeout_s
+        with httpx.Client(timeout=5) as client:
+            while time.monotonic() < deadline:
+                status = self.process.poll()
+                if status == _PORT_TAKEN and "address already in use" in self._errors():
+                    self.process = self._spawn()
+                    continue
+                if status is not None:
+                    raise LocalServerError(f"Prefect's local server ended while starting (exit status {status}): "
+                                           f"{self._errors()}")
+                try:
+                    if client.get(f"{self.api_url}/health").status_code == 200:
+                        self.healthy = True
+                        return
+                except httpx.TransportError:
+                    pass
+                time.sleep(0.1)
+        errors = self._errors()
+        self.stop()
+        raise LocalServerError(f"Prefect's local server did not answer within {timeout_s:g}s: {errors}")
+
+    def _errors(self) -> str:
+        """The last exception it printed, else its last line."""
+        if debug_mode():
+            return "its log is above"
+        self.log.seek(0)
+        lines = self.log.read().decode(errors="replace").strip().splitlines()
+        raised = [line for line in lines if _EXCEPTION.match(line)]
+        return (raised or lines or ["it printed nothing"])[-1]
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        self.log.close()
+
+
+def is_startup_failure(exc: BaseException) -> bool:
+    """A local server that did not start, or Prefect's own ephemeral server that did not (a Prefect
+    client in this process that started one itself)."""
+    text = f"{type(exc).__name__}: {exc}"
+    return isinstance(exc, LocalServerError) or "ephemeral Prefect API server" in text \
+        or "Application startup failed" in text or "already exists" in text and "sqlite3" in text
+
+
+def _end_with_parent(parent: int) -> Callable[[], None]:
+    """The child's set-up: SIGTERM when the thread that launched it ends (launch from the main thread),
+    and Ctrl-C, which reaches the whole process group, left to the run's own stop."""
+    def preexec() -> None:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        if _prctl is not None:
+            _prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
+            if os.getppid() != parent:
+                os._exit(1)
+    return preexec
+
 
 def is_ephemeral() -> bool:
-    """True when runs go to a server this process starts (no PREFECT_API_URL in the environment or
-    the Prefect profile)."""
+    """True when runs go to a local server this process starts: one launched here, or none configured
+    (PREFECT_API_URL in the environment, the Prefect profile or its settings files)."""
     from prefect.settings import PREFECT_API_URL
 
-    return not PREFECT_API_URL.value()
+    return _server is not None or not PREFECT_API_URL.value()
+
+
+def launch() -> None:
+    """Start the local server unless one is configured or already launched, and point this process's
+    Prefect settings (and its children's environment) at it; return without waiting for it."""
+    global _server
+    if not is_ephemeral() or _server is not None:
+        return
+    from prefect.context import refresh_global_settings_context
+
+    _server = LocalServer()
+    os.environ["PREFECT_API_URL"] = _server.api_url
+    refresh_global_settings_context()
 
 
 def ensure_started(say: Callable[[str], None]) -> None:
-    """Start Prefect's local server unless it is up or a server is configured; `say` what happens."""
+    """Launch the local server if needed and wait until it answers; `say` what happens."""
+    global _server
     if not is_ephemeral():
         return
-    from prefect.server.api.server import SubprocessASGIServer
+    from prefect.settings import PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS
 
-    server = SubprocessASGIServer()
-    if server.running:
+    launch()
+    if _server.healthy:
         return
     say("starting Prefect's local server (set PREFECT_API_URL to use a running one)")
     started = time.perf_counter()
-    server.start()
-    say(f"Prefect's local server is up after {time.perf_counter() - started:.1f}s at {server.api_url}")
+    try:
+        _server.wait_healthy(PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS.value())
+    except LocalServerError:
+        forget()
+        raise
+    say(f"Prefect's local server is up after {time.perf_counter() - started:.1f}s at {_server.api_url}")
 
+
+def forget() -> None:
+    """Stop the launched server and clear its address, so that the next `launch` starts afresh."""
+    global _server
+    if _server is None:
+        return
+    from prefect.context import refresh_global_settings_context
+
+    _server.stop()
+    _server = None
+    os.environ.pop("PREFECT_API_URL", None)
+    refresh_global_settings_context()

@@ -58,9 +58,3 @@ def reset_ephemeral_database() -> None:
     for name in ("prefect.db", "prefect.db-wal", "prefect.db-shm"):
         (prefect_home() / name).unlink(missing_ok=True)
     shutil.rmtree(prefect_home() / "storage", ignore_errors=True)
-
-
-def is_startup_failure(exc: BaseException) -> bool:
-    text = f"{type(exc).__name__}: {exc}"
-    return "ephemeral Prefect API server" in text or "Application startup failed" in text \
-        or "already exists" in text and "sqlite3" in text

@@ -74,13 +74,14 @@ def cli_prefect_server():
     PREFECT_API_URL): each would otherwise start and migrate a local server of its own (6-14 s on 2
     cores). It is Prefect's local server of this session, on the PREFECT_HOME above, so tests read the
     runs from its database. Tests of a run's own local server drop the variable for their process."""
-    from prefect.server.api.server import SubprocessASGIServer
+    from toolscale.flows.local_server import LocalServer
 
-    server = SubprocessASGIServer()
-    server.start()
+    server = LocalServer()
+    server.wait_healthy(timeout_s=300)
     os.environ["PREFECT_API_URL"] = server.api_url
     yield server.api_url
     os.environ.pop("PREFECT_API_URL", None)
+    server.stop()
 
 
 def pytest_terminal_summary(terminalreporter) -> None:

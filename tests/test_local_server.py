@@ -1,0 +1,103 @@
+"""Prefect's local server as toolscale launches it (flows/local_server.py): Prefect's own app under
+uvicorn, reached through the settings of the process that launched it, which never imports the server
+package; it ends with that process however that process ends. Each case runs in a fresh interpreter,
+since launching changes the process's Prefect settings."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import psutil
+import pytest
+
+SCRIPT = textwrap.dedent("""
+    import json, os, sys
+    from toolscale.flows.settings import configure_prefect
+    configure_prefect()
+    from prefect import flow, task
+    from toolscale.flows import local_server
+
+    @task
+    def double(x):
+        return 2 * x
+
+    @flow
+    def doubled(x):
+        return double(x)
+
+    local_server.ensure_started(lambda line: print(line, file=sys.stderr))
+    result = doubled(21)
+    from prefect.client.orchestration import get_client
+    with get_client(sync_client=True) as client:
+        runs = [r.name for r in client.read_task_runs()]
+    print(json.dumps({"result": result, "server": local_server._server.process.pid, "api": client.api_url.host,
+                      "server_imported": "prefect.server.api.server" in sys.modules, "task_runs": runs}), flush=True)
+    if sys.argv[1:] == ["hang"]:
+        import time
+        time.sleep(600)
+""")
+
+
+@pytest.fixture(scope="module")
+def home(tmp_path_factory):
+    """One Prefect home for the module's servers: only the first migrates its database."""
+    return tmp_path_factory.mktemp("prefect")
+
+
+def _env(home) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_")}
+    return {**env, "PREFECT_HOME": str(home)}
+
+
+def test_runs_go_to_the_launched_server_without_importing_prefects_server_and_it_ends_with_the_run(tmp_path, home):
+    done = subprocess.run([sys.executable, "-c", SCRIPT], env=_env(home), cwd=tmp_path, capture_output=True,
+                          text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    seen = json.loads(done.stdout.splitlines()[-1])
+    assert seen["result"] == 42 and seen["api"] == "127.0.0.1"
+    assert any(name.startswith("double") for name in seen["task_runs"])
+    assert not seen["server_imported"]
+    assert "starting Prefect's local server" in done.stderr and "is up after" in done.stderr
+    assert not psutil.pid_exists(seen["server"]) or psutil.Process(seen["server"]).status() == psutil.STATUS_ZOMBIE
+
+
+def test_the_server_ends_when_the_process_that_launched_it_is_killed_outright(tmp_path, home):
+    proc = subprocess.Popen([sys.executable, "-c", SCRIPT, "hang"], env=_env(home), cwd=tmp_path,
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    try:
+        seen = json.loads(proc.stdout.readline())
+        server = psutil.Process(seen["server"])
+        assert server.is_running()
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=30)
+        server.wait(timeout=30)  # raises TimeoutExpired if it outlives its parent
+    finally:
+        proc.kill()
+
+
+def test_a_server_that_cannot_start_is_one_clear_error(tmp_path):
+    script = textwrap.dedent("""
+        from toolscale.flows.settings import configure_prefect
+        from toolscale.flows.local_server import is_startup_failure
+        configure_prefect()
+        from toolscale.flows import local_server
+        try:
+            local_server.ensure_started(lambda line: None)
+        except Exception as exc:
+            print(is_startup_failure(exc), type(exc).__name__, exc)
+            print("API URL kept:", __import__("os").environ.get("PREFECT_API_URL"))
+    """)
+    env = {**_env(tmp_path / "prefect"), "PREFECT_SERVER_DATABASE_CONNECTION_URL": f"sqlite+aiosqlite:///{tmp_path}/no/such/dir/x.db"}
+    started = time.monotonic()
+    done = subprocess.run([sys.executable, "-c", script], env=env, cwd=tmp_path, capture_output=True, text=True,
+                          timeout=300)
+    first, second = done.stdout.splitlines()[:2]
+    assert first == ("True LocalServerError Prefect's local server ended while starting (exit status 3): "
+                     "sqlalchemy.exc.OperationalError: (sqlite3.OperationalError) unable to open database file") and second == "API URL kept: None"
+    assert time.monotonic() - started < 120  # it ended: no wait for the start-up timeout
