@@ -110,12 +110,13 @@ def _run_flow(fn, *args, start_server: bool = True):
     """Run a flow, starting Prefect's local server first with a line that says so (`start_server`:
     unless `fn` starts it only when needed); if the server failed to start, reset its database and
     retry once."""
-    from .local_server import ensure_started
+    from .local_server import ensure_started, flow_settings
 
     def attempt():
         if start_server:
             ensure_started(_say)
-        return fn(*args)
+        with flow_settings():
+            return fn(*args)
 
     try:
         return attempt()

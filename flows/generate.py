@@ -303,7 +303,8 @@ def run_generation(config: RunConfig) -> dict[str, Any]:
                             lanes=thread_count(config.runner, domains))
     try:
         local_server.ensure_started(lambda message: progress.emit("prefect", "notice", message=message))
-        with tags(f"seed:{config.seed}", f"backend:{config.backend}"):  # a Prefect UI filters runs by them
+        # a Prefect UI filters runs by their tags
+        with local_server.flow_settings(), tags(f"seed:{config.seed}", f"backend:{config.backend}"):
             return generate.with_options(task_runner=runner, flow_run_name=run_name(config))(config, plan)
     finally:
         if _lanes is not None:

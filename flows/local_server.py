@@ -21,7 +21,8 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 
 from .settings import debug_mode
 
@@ -171,6 +172,20 @@ def ensure_started(say: Callable[[str], None]) -> None:
         forget()
         raise
     say(f"Prefect's local server is up after {time.perf_counter() - started:.1f}s at {_server.api_url}")
+
+
+@contextmanager
+def flow_settings() -> Iterator[None]:
+    """Prefect's settings for the flows run here, on the launched local server: no flow-run heartbeats.
+    They let a server that outlives a run find it crashed; this one ends with the run, and each flow
+    waits up to a second at its end for its heartbeat thread to wake."""
+    if _server is None:
+        yield
+        return
+    from prefect.settings import temporary_settings
+
+    with temporary_settings(updates={"flows.heartbeat_frequency": None}):
+        yield
 
 
 def forget() -> None:

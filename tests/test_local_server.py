@@ -23,20 +23,28 @@ SCRIPT = textwrap.dedent("""
     from prefect import flow, task
     from toolscale.flows import local_server
 
+    from prefect.settings import get_current_settings
+
     @task
     def double(x):
-        return 2 * x
+        return 2 * x, get_current_settings().flows.heartbeat_frequency
 
     @flow
     def doubled(x):
         return double(x)
 
     local_server.ensure_started(lambda line: print(line, file=sys.stderr))
-    result = doubled(21)
+    with local_server.flow_settings():
+        result, heartbeat = doubled(21)
     from prefect.client.orchestration import get_client
+    import time
     with get_client(sync_client=True) as client:
-        runs = [r.name for r in client.read_task_runs()]
-    print(json.dumps({"result": result, "server": local_server._server.process.pid, "api": client.api_url.host,
+        for _ in range(100):  # the server records task runs from their events, a moment later
+            runs = [r.name for r in client.read_task_runs()]
+            if runs:
+                break
+            time.sleep(0.1)
+    print(json.dumps({"result": result, "heartbeat": heartbeat, "server": local_server._server.process.pid, "api": client.api_url.host,
                       "server_imported": "prefect.server.api.server" in sys.modules, "task_runs": runs}), flush=True)
     if sys.argv[1:] == ["hang"]:
         import time
@@ -61,6 +69,7 @@ def test_runs_go_to_the_launched_server_without_importing_prefects_server_and_it
     assert done.returncode == 0, done.stderr[-2000:]
     seen = json.loads(done.stdout.splitlines()[-1])
     assert seen["result"] == 42 and seen["api"] == "127.0.0.1"
+    assert seen["heartbeat"] is None  # nobody watches a server that ends with the run for crashed runs
     assert any(name.startswith("double") for name in seen["task_runs"])
     assert not seen["server_imported"]
     assert "starting Prefect's local server" in done.stderr and "is up after" in done.stderr
