@@ -29,7 +29,8 @@ from .settings import debug_mode
 _PR_SET_PDEATHSIG = 1
 _prctl = ctypes.CDLL(None, use_errno=True).prctl if sys.platform.startswith("linux") else None  # looked up
 # here: a forked child of a threaded process must not load libraries
-_PORT_TAKEN = 3  # uvicorn's exit status when it failed to start, e.g. its port was taken after our check
+_STARTUP_FAILED = 3  # uvicorn's exit status when the app did not start or its port was taken after our check
+_STARTS = 3  # a start that failed is tried again: another run on the same Prefect home may be migrating it
 _EXCEPTION = re.compile(r"[\w.]+(Error|Exception|Exit)\b.*:")  # "sqlite3.OperationalError: unable to ..."
 _server: "LocalServer | None" = None
 
@@ -52,12 +53,13 @@ class LocalServer:
     def api_url(self) -> str:
         return f"http://127.0.0.1:{self.port}/api"
 
-    def _spawn(self) -> subprocess.Popen:
+    def _spawn(self, new_port: bool = True) -> subprocess.Popen:
         import prefect
 
-        with socket.socket() as probe:
-            probe.bind(("127.0.0.1", 0))
-            self.port = probe.getsockname()[1]
+        if new_port:
+            with socket.socket() as probe:
+                probe.bind(("127.0.0.1", 0))
+                self.port = probe.getsockname()[1]
         command = [sys.executable, "-m", "uvicorn", "--app-dir", str(prefect.__module_path__.parent), "--factory",
                    "prefect.server.api.server:create_app", "--host", "127.0.0.1", "--port", str(self.port),
                    "--log-level", "error", "--lifespan", "on"]
@@ -73,11 +75,13 @@ class LocalServer:
         import httpx
 
         deadline = time.monotonic() + timeout_s
+        starts = 1
         with httpx.Client(timeout=5) as client:
             while time.monotonic() < deadline:
                 status = self.process.poll()
-                if status == _PORT_TAKEN and "address already in use" in self._errors():
-                    self.process = self._spawn()
+                if status == _STARTUP_FAILED and starts < _STARTS:
+                    starts += 1
+                    self.process = self._spawn(new_port="address already in use" in self._errors())
                     continue
                 if status is not None:
                     raise LocalServerError(f"Prefect's local server ended while starting (exit status {status}): "
@@ -147,11 +151,16 @@ def launch() -> None:
     global _server
     if not is_ephemeral() or _server is not None:
         return
+    _server = LocalServer()
+    _point_settings_at(_server)
+
+
+def _point_settings_at(server: LocalServer) -> None:
     from prefect.context import refresh_global_settings_context
 
-    _server = LocalServer()
-    os.environ["PREFECT_API_URL"] = _server.api_url
-    refresh_global_settings_context()
+    if os.environ.get("PREFECT_API_URL") != server.api_url:
+        os.environ["PREFECT_API_URL"] = server.api_url
+        refresh_global_settings_context()
 
 
 def ensure_started(say: Callable[[str], None]) -> None:
@@ -171,6 +180,7 @@ def ensure_started(say: Callable[[str], None]) -> None:
     except LocalServerError:
         forget()
         raise
+    _point_settings_at(_server)  # a start tried again after its port was taken listens on another
     say(f"Prefect's local server is up after {time.perf_counter() - started:.1f}s at {_server.api_url}")
 
 

@@ -110,3 +110,19 @@ def test_a_server_that_cannot_start_is_one_clear_error(tmp_path):
     assert first == ("True LocalServerError Prefect's local server ended while starting (exit status 3): "
                      "sqlalchemy.exc.OperationalError: (sqlite3.OperationalError) unable to open database file") and second == "API URL kept: None"
     assert time.monotonic() - started < 120  # it ended: no wait for the start-up timeout
+
+
+def test_two_runs_starting_on_one_new_prefect_home_both_get_a_server(tmp_path):
+    """Both servers migrate the same new database at once; the one that loses the race starts again
+    (CI runs tests in two workers on one Prefect home)."""
+    script = textwrap.dedent("""
+        from toolscale.flows.settings import configure_prefect
+        configure_prefect()
+        from toolscale.flows import local_server
+        local_server.ensure_started(lambda line: None)
+        print("up")
+    """)
+    runs = [subprocess.Popen([sys.executable, "-c", script], env=_env(tmp_path / "prefect"), cwd=tmp_path,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    outcomes = [run.communicate(timeout=300) for run in runs]
+    assert [out for out, _ in outcomes] == ["up\n", "up\n"], [err[-500:] for _, err in outcomes]
