@@ -196,11 +196,9 @@ def _reference(model: str | None, base_url: str | None, llm_base_url: str | None
         return None
     if (base_url or llm_base_url) is None:
         _fail_usage("--reference-model needs --reference-base-url (or --llm-base-url)")
-    from toolscale.trainer.endpoints import EndpointConfig
-
-    from .reference import ReferenceConfig
-
+    from toolscale.agents.endpoints import EndpointConfig
     from toolscale.pipeline.llm.config import api_key_variable
+    from toolscale.quality.reference import ReferenceConfig
 
     # the reference agent reads its key from the variable the LLM backend reads
     agent = EndpointConfig(base_url=base_url or llm_base_url, model=model, api_key_env=api_key_variable())

@@ -19,10 +19,10 @@ from rich.console import Console
 from rich.table import Table
 
 from toolscale.pipeline.export import atomic_write
-from toolscale.trainer.data import DataError, DomainData, load_output
-from toolscale.trainer.endpoints import EndpointConfig
-from toolscale.trainer.evaluate import EvalConfig, TrialResult, evaluate_tasks, summarize_trials
-from toolscale.trainer.toolbox import ExpertConfig
+from toolscale.agents.endpoints import EndpointConfig
+from toolscale.agents.evaluate import EvalConfig, TrialResult, evaluate_tasks, summarize_trials
+from toolscale.agents.tasks import DataError, DomainData, load_output
+from toolscale.agents.toolbox import ExpertConfig
 
 
 @task(name="evaluate-domain", cache_policy=NO_CACHE, task_run_name="evaluate-{name}")

@@ -36,11 +36,11 @@ from toolscale.pipeline.export import atomic_write
 from toolscale.pipeline.llm import LLMConfig, LLMSynthesizer, merge_reports
 from toolscale.pipeline.synthesizer import OfflineSynthesizer, Synthesizer
 from toolscale.quality.gating import screen
+from toolscale.quality.reference import ReferenceConfig
 from toolscale.quality.report import markdown, totals
 
 from . import interrupts, llm_progress, local_server, progress
 from .lanes import StageLanes, computes_in_lanes, stop_unused_workers
-from .reference import ReferenceConfig
 from .runners import parse_runner, task_runner, thread_count
 from .stages import STAGE_NAMES, STAGES, DomainWork, compute_stage, is_current, stage_keys
 from .store import StageStore, read_json

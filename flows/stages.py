@@ -29,11 +29,11 @@ from toolscale.pipeline.export import write_domain_files, write_jsonl
 from toolscale.pipeline.populate import Rows
 from toolscale.quality.agent_gates import apply_reference
 from toolscale.quality.gating import run_gates
+from toolscale.quality.reference import ReferenceConfig, reference_attempts
 from toolscale.quality.report import domain_funnel
 
 from . import progress
 from .digests import code_digest, file_digest, source_digest, stage_key
-from .reference import ReferenceConfig, reference_attempts
 from .store import StageStore, concatenate, read_json, read_jsonl, write_json
 
 PUBLIC_FILES = ("domain.yaml", "tools.py", "policy.md", "db.sqlite", "tools.json", "rejected.jsonl", "tasks.jsonl")
@@ -144,7 +144,12 @@ def _solve(call: StageCall) -> None:
         write_jsonl(call.out / "rejected.jsonl", [])
         return
     tasks = call.tasks()
-    attempts = reference_attempts(w.domain(), w.env(), tasks, w.reference)
+    judge = None
+    if w.reference.judge is not None:
+        from toolscale.pipeline.llm.judge import LLMJudge  # the LLM backend, only for a run with a judge
+
+        judge = LLMJudge(w.reference.judge)
+    attempts = reference_attempts(w.domain(), w.env(), tasks, w.reference, judge)
     call.write_tasks(*apply_reference(tasks, attempts, w.reference.agent.model, w.reference.min_solved))
 
 
@@ -200,7 +205,7 @@ STAGES: tuple[Stage, ...] = (
     Stage("tasks", _tasks, synthesizer=True),
     Stage("harden", _harden, synthesizer=True),
     Stage("gate", _gate, code=("toolscale.quality.gates",)),
-    Stage("solve", _solve, code=("toolscale.flows.reference", "toolscale.quality.agent_gates"), agent=True,
+    Stage("solve", _solve, code=("toolscale.quality.reference", "toolscale.pipeline.llm.judge"), agent=True,
           own_settings=("reference",)),
     Stage("export", _export, code=("toolscale.pipeline.export", "toolscale.quality.report"), intact=_export_intact),
 )

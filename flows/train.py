@@ -18,7 +18,7 @@ from rich.console import Console
 from rich.table import Table
 
 from toolscale.trainer.config import ConfigError, TrainConfig, check, grpo_setting, load_config, require_train_extra
-from toolscale.trainer.data import DataError
+from toolscale.agents.tasks import DataError
 
 
 @task(name="grpo", cache_policy=NO_CACHE)

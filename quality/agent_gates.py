@@ -3,7 +3,7 @@
 A task is kept when the reference agent solved it in at least `min_solved` of its k tries with the
 tools (it is solvable as written), and failed the try without tools (it needs them: a task whose
 answer is guessable from the instruction alone teaches nothing about tool use). Running the agent
-is the caller's job (flows/reference.py, through the evaluation harness); this module only turns
+is quality/reference.py's job (through the evaluation harness, agents/evaluate.py); this module only turns
 per-task outcomes into verdicts and the pass^k record kept in each task's meta.
 """
 
@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from math import comb
 
+from toolscale.agents.scoring import pass_hat
 from toolscale.domains.tasks import GateVerdict, ReferenceSolve, Rejection, Task
 
 AGENT_GATES = ("solvable", "needs_tools")  # the verdicts apply_reference gives, in order
@@ -24,11 +24,6 @@ class Attempts:
 
     with_tools: Sequence[bool]
     without_tools: bool | None = None
-
-
-def pass_hat(solved: int, trials: int, k: int) -> float:
-    """τ²-bench's pass^k for one task: the chance that k tries drawn from its trials all succeed."""
-    return comb(solved, k) / comb(trials, k) if 0 < k <= trials else 0.0
 
 
 def reference_record(model: str, attempts: Attempts) -> ReferenceSolve:
@@ -69,4 +64,4 @@ def apply_reference(tasks: list[Task], attempts: Mapping[str, Attempts], model: 
     return accepted, rejected
 
 
-__all__ = ["AGENT_GATES", "Attempts", "apply_reference", "needs_tools", "pass_hat", "reference_record", "solvable"]
+__all__ = ["AGENT_GATES", "Attempts", "apply_reference", "needs_tools", "reference_record", "solvable"]

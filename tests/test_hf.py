@@ -24,7 +24,7 @@ from toolscale.pipeline.hf import TASK_FEATURES, data_file
 from toolscale.pipeline.rows import dataset_rows, environment_from_row, read_run, replay_row, task_from_row, task_row
 from toolscale.quality.stats import dataset_stats
 from toolscale.trainer.config import DataConfig
-from toolscale.trainer.data import DataError, load_output
+from toolscale.agents.tasks import DataError, load_output
 
 DOMAINS = ("railway", "school")
 
@@ -163,7 +163,8 @@ def test_parquet_is_written_a_row_group_at_a_time_and_reads_back_whole(out, tmp_
 
 TRAINER_LOAD = """
 import json, sys
-from toolscale.trainer.data import DataError, load_dataset
+from toolscale.agents.tasks import DataError
+from toolscale.trainer.data import load_dataset
 data = load_dataset(sys.argv[1], "train")
 print(json.dumps({name: {"tasks": [t.model_dump(mode="json") for t in d.tasks], "hash": d.env.state_hash(),
                          "skipped": dict(d.skipped)} for name, d in data.items()}))

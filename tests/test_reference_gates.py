@@ -16,11 +16,12 @@ from llm_server import Faults, LLMTestServer
 from test_resume import build as build_weather
 from toolscale.domains.tasks import Rejection, Task
 from toolscale.flows.generate import RunConfig, domain_entry, domain_work
-from toolscale.flows.reference import ReferenceConfig, ReferenceUnavailable
+from toolscale.quality.reference import ReferenceConfig, ReferenceUnavailable
 from toolscale.flows.store import read_jsonl
-from toolscale.quality.agent_gates import Attempts, apply_reference, pass_hat
+from toolscale.agents.scoring import pass_hat
+from toolscale.quality.agent_gates import Attempts, apply_reference
 from toolscale.quality.report import markdown
-from toolscale.trainer.endpoints import EndpointConfig
+from toolscale.agents.endpoints import EndpointConfig
 from trainer_support import GoldAgent
 
 DOMAIN = "school"

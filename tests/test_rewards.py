@@ -7,8 +7,8 @@ import math
 import pytest
 
 from toolscale.domains import Task
-from toolscale.trainer.rewards import (RolloutStats, UnsupportedRewardBasis, communicated, group_advantages,
-                                       preference_rewards, score_outcome, summarize)
+from toolscale.agents.scoring import RolloutStats, UnsupportedRewardBasis, communicated, score_outcome
+from toolscale.trainer.rewards import group_advantages, preference_rewards, summarize
 
 PREF = {"outcome": 1.0, "cost": 0.5, "latency": 0.3}
 

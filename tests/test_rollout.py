@@ -13,12 +13,13 @@ from collections import Counter
 import pytest
 
 from llm_server import LLMTestServer
-from toolscale.trainer.data import build_rows, load_output
-from toolscale.trainer.endpoints import ChatEndpoint
-from toolscale.trainer.episode import Episode, UserSimulator
+from toolscale.agents.tasks import load_output
+from toolscale.trainer.data import build_rows
+from toolscale.agents.endpoints import ChatEndpoint
+from toolscale.agents.episode import Episode, UserSimulator
 from toolscale.trainer.rollout import ChatFormat, format_tool_call, parse_hermes, run_rollouts
 from toolscale.trainer.tiny import build_tokenizer
-from toolscale.trainer.toolbox import (ExpertConfig, ExpertSampling, RolloutSpec, SamplingConfig, ToolSampling,
+from toolscale.agents.toolbox import (ExpertConfig, ExpertSampling, RolloutSpec, SamplingConfig, ToolSampling,
                                        sample_spec, solo_instruction)
 from toolscale.trainer.train import tokenizer_corpus
 from toolscale.trainer.warmup import final_answer

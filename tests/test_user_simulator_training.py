@@ -21,12 +21,13 @@ import yaml
 
 from llm_server import LLMTestServer
 from toolscale.trainer.config import ConfigError, check, load_config
-from toolscale.trainer.data import build_rows, load_output
-from toolscale.trainer.endpoints import ChatEndpoint, EndpointConfig
-from toolscale.trainer.episode import STOP, Episode, UserSimulator
+from toolscale.agents.tasks import load_output
+from toolscale.trainer.data import build_rows
+from toolscale.agents.endpoints import ChatEndpoint, EndpointConfig
+from toolscale.agents.episode import STOP, Episode, UserSimulator
 from toolscale.trainer.rollout import ChatFormat, format_tool_call, run_rollouts, segments
 from toolscale.trainer.tiny import build_tokenizer
-from toolscale.trainer.toolbox import SamplingConfig, ToolSampling, solo_instruction
+from toolscale.agents.toolbox import SamplingConfig, ToolSampling, solo_instruction
 from toolscale.trainer.train import tokenizer_corpus
 from toolscale.trainer.warmup import final_answer
 from trainer_support import GoldAgent, bank_output, read_tasks, toolscale

@@ -18,8 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from toolscale.domains import Task
-from toolscale.trainer.episode import STOP
-from toolscale.trainer.toolbox import CALL_EXPERT, solo_instruction
+from toolscale.agents.episode import STOP
+from toolscale.agents.toolbox import CALL_EXPERT, solo_instruction
 from toolscale.trainer.warmup import final_answer
 
 _OUTPUTS: dict[str, Path] = {}

@@ -17,9 +17,9 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from .endpoints import EndpointConfig
+from toolscale.agents.endpoints import EndpointConfig
 from .tiny import TinyModelConfig
-from .toolbox import ExpertConfig, SamplingConfig
+from toolscale.agents.toolbox import ExpertConfig, SamplingConfig
 from .warmup import WarmupConfig
 
 # GRPOConfig settings the trainer owns: set from the other sections, not from `grpo:`.

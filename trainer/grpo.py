@@ -25,10 +25,13 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+from toolscale.agents.endpoints import ChatEndpoint, EndpointError
+from toolscale.agents.episode import Episode, UserSimulator
+from toolscale.agents.scoring import RolloutStats
+from toolscale.agents.tasks import DomainData
+
 from .config import RolloutConfig
-from .data import DomainData, Row
-from .endpoints import ChatEndpoint, EndpointError
-from .episode import Episode, UserSimulator
+from .data import Row
 from .rewards import USER_ERROR, RolloutStats, group_advantages, preference_rewards, summarize
 from .rollout import ChatFormat, Generate, RolloutBatch, run_rollouts, segments
 

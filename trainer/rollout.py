@@ -25,9 +25,11 @@ from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import Any
 
-from .endpoints import EndpointError
-from .episode import Episode
-from .rewards import USER_ERROR, RolloutStats
+from toolscale.agents.endpoints import EndpointError
+from toolscale.agents.episode import Episode
+from toolscale.agents.scoring import RolloutStats
+
+from .rewards import USER_ERROR
 
 Generate = Callable[[list[list[int]]], tuple[list[list[int]], list[list[float]] | None]]
 

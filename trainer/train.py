@@ -25,12 +25,14 @@ import time
 from pathlib import Path
 from typing import Any
 
+from toolscale.agents.endpoints import ChatEndpoint
+from toolscale.agents.episode import likely_opening
+from toolscale.agents.tasks import DataError, load_output
+from toolscale.agents.toolbox import solo_instruction
+
 from .config import ConfigError, TrainConfig, check, load_config
-from .data import DataError, build_rows, load_dataset, load_output
-from .endpoints import ChatEndpoint
-from .episode import likely_opening
+from .data import build_rows, load_dataset
 from .rollout import ChatFormat, format_tool_call
-from .toolbox import solo_instruction
 from .warmup import final_answer, gold_sequence, warm_up
 
 

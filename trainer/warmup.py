@@ -16,10 +16,10 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from toolscale.agents.episode import likely_opening
 from toolscale.domains import Environment
 
 from .data import Row
-from .episode import likely_opening
 from .rollout import ChatFormat, format_tool_call
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from toolscale.agents.endpoints import ChatEndpoint, EndpointConfig
 from toolscale.domains import Task
 
 from . import prompts
@@ -40,3 +41,15 @@ def verdict(answer: str) -> JudgeAnswer:
         return parse_answer(answer, JudgeAnswer)
     except Invalid as exc:
         return JudgeAnswer(verdict="fail", reason=f"the judge's answer is not a verdict: {exc}")
+
+
+class LLMJudge:
+    """The judge at an endpoint, as the reference gate calls it (quality/reference.py's Judge): did
+    `conversation` fulfil `task`? EndpointError when the endpoint does not answer."""
+
+    def __init__(self, config: EndpointConfig) -> None:
+        self.endpoint = ChatEndpoint(config)
+
+    def __call__(self, task: Task, conversation: list[dict[str, Any]], seed: int) -> bool:
+        reply = self.endpoint.complete(judge_messages(task, conversation), seed=seed)
+        return verdict(reply.message.get("content") or "").verdict == "pass"

@@ -16,7 +16,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/: the shared helpers
 
 from llm_server import LLMTestServer  # noqa: E402
-from toolscale.trainer.data import load_output  # noqa: E402
+from toolscale.agents.tasks import load_output  # noqa: E402
 from trainer_support import GoldAgent, bank_output, read_tasks, toolscale  # noqa: E402
 
 

@@ -22,9 +22,9 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from toolscale.domains import Task
-from toolscale.quality.agent_gates import pass_hat
 
-from .data import DomainData, load_output
+from .scoring import pass_hat_k
+from .tasks import DomainData, load_output
 from .endpoints import ChatEndpoint, EndpointConfig, EndpointError
 from .episode import Episode, UserSimulator
 from .toolbox import ExpertConfig, ExpertOffer, RolloutSpec, system_prompt, tool_schemas
@@ -77,13 +77,6 @@ class TrialResult(BaseModel):
     def record(self) -> dict[str, Any]:
         """The result as JSON, its conversation only when it was kept."""
         return self.model_dump(mode="json", exclude=None if self.messages is not None else {"messages"})
-
-
-def pass_hat_k(successes: list[int], trials: int, k: int) -> float:
-    """τ²-bench's pass^k over tasks, from each task's number of successful trials."""
-    if not successes or k > trials:
-        return 0.0
-    return sum(pass_hat(c, trials, k) for c in successes) / len(successes)
 
 
 def summarize_trials(results: list[TrialResult], trials: int) -> dict[str, dict[str, float]]:
@@ -176,4 +169,4 @@ def run_evaluation(config: EvalConfig) -> dict:
             "trials": [r.record() for r in results]}
 
 
-__all__ = ["EvalConfig", "TrialResult", "evaluate_tasks", "pass_hat_k", "run_evaluation", "summarize_trials"]
+__all__ = ["EvalConfig", "TrialResult", "evaluate_tasks", "run_evaluation", "summarize_trials"]

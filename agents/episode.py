@@ -1,7 +1,7 @@
 """One rollout of one task, step by step: the policy acts, tools run in a forked Environment.
 
 An `Episode` is driven by whoever produces assistant messages: the token-level GRPO rollout
-(rollout.py) or an OpenAI-compatible agent (evaluate.py). Both hand `step` an assistant message in
+(trainer/rollout.py) or an OpenAI-compatible agent (evaluate.py). Both hand `step` an assistant message in
 OpenAI form and get back the messages the policy sees next (tool results, or the simulated user's
 reply), so training and evaluation run, count and score the same way.
 
@@ -20,7 +20,7 @@ from typing import Any
 from toolscale.domains import Domain, Environment, Task
 
 from .endpoints import ChatEndpoint, EndpointError, parse_arguments
-from .rewards import RolloutStats, score_outcome
+from .scoring import RolloutStats, score_outcome
 from .toolbox import CALL_EXPERT, RolloutSpec, solo_instruction
 
 GREETING = "Hi! How can I help you today?"

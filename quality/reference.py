@@ -1,10 +1,11 @@
 """The reference agent of the LLM gates: every task that passed the gates is tried k times with the
 tools and once without, by an OpenAI-compatible agent (the synthesizer's endpoint or another),
-through the evaluation harness (trainer/evaluate.py), so it is scored exactly as `toolscale eval`
-and the trainer's reward score. quality/agent_gates.py turns the outcomes into verdicts.
+through the evaluation harness (agents/evaluate.py), so it is scored exactly as `toolscale eval`
+and the trainer's reward score. agent_gates.py turns the outcomes into verdicts.
 
-With a judge, a try that passed the database and communicate checks of a task with nl_assertions
-counts as solved only if the judge (prompts/judge.j2) says the conversation fulfilled the task.
+With a judge (the caller's: the LLM backend's prompts/judge.j2 at `config.judge`), a try that passed
+the database and communicate checks of a task with nl_assertions counts as solved only if the judge
+says the conversation fulfilled the task.
 
 An attempt that could not reach the agent (or the judge) decides nothing: the stage fails (and is retried, and
 never stored), rather than reject a task because a server was down.
@@ -17,12 +18,17 @@ from concurrent.futures import ThreadPoolExecutor
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from collections.abc import Callable
+from typing import Any
+
+from toolscale.agents.endpoints import EndpointConfig, EndpointError
+from toolscale.agents.evaluate import EvalConfig, TrialResult, evaluate_tasks
+from toolscale.agents.tasks import DomainData
 from toolscale.domains import Domain, Environment, Task
-from toolscale.pipeline.llm.judge import judge_messages, verdict
-from toolscale.quality.agent_gates import Attempts
-from toolscale.trainer.data import DomainData
-from toolscale.trainer.endpoints import ChatEndpoint, EndpointConfig, EndpointError
-from toolscale.trainer.evaluate import EvalConfig, TrialResult, evaluate_tasks
+
+from .agent_gates import Attempts
+
+Judge = Callable[[Task, list[dict[str, Any]], int], bool]  # (task, conversation, seed) → fulfilled; may raise EndpointError
 
 
 class ReferenceConfig(BaseModel):
@@ -54,30 +60,31 @@ def _eval_config(config: ReferenceConfig, trials: int, use_tools: bool) -> EvalC
                       concurrency=config.concurrency, keep_messages=config.judge is not None)
 
 
-def _judged(config: ReferenceConfig, tasks: list[Task], results: list[TrialResult]) -> list[bool]:
+def _judged(config: ReferenceConfig, tasks: list[Task], results: list[TrialResult], judge: Judge | None) -> list[bool]:
     """Each try's success: the outcome checks, and for a task with nl_assertions, the judge's pass."""
-    if config.judge is None:
+    if judge is None:
         return [r.reward >= 1.0 for r in results]
     by_id = {t.id: t for t in tasks}
-    judge = ChatEndpoint(config.judge)
 
     def solved(result: TrialResult) -> bool:
         task = by_id[result.task_id]
         if result.reward < 1.0 or not task.evaluation_criteria.nl_assertions:
             return result.reward >= 1.0
         try:
-            reply = judge.complete(judge_messages(task, result.messages or []), seed=result.trial)
+            return judge(task, result.messages or [], result.trial)
         except EndpointError as exc:
             raise ReferenceUnavailable(f"the judge does not answer: {exc}") from None
-        return verdict(reply.message.get("content") or "").verdict == "pass"
 
     with ThreadPoolExecutor(max_workers=config.concurrency) as pool:
         return list(pool.map(solved, results))
 
 
-def reference_attempts(domain: Domain, env: Environment, tasks: list[Task],
-                       config: ReferenceConfig) -> dict[str, Attempts]:
-    """{task id: Attempts} for every task, each try on its own copy of `env`'s state."""
+def reference_attempts(domain: Domain, env: Environment, tasks: list[Task], config: ReferenceConfig,
+                       judge: Judge | None = None) -> dict[str, Attempts]:
+    """{task id: Attempts} for every task, each try on its own copy of `env`'s state; `judge` is the
+    judge at `config.judge` (required when one is configured)."""
+    if (config.judge is None) != (judge is None):
+        raise ValueError("reference_attempts needs a judge exactly when config.judge is set")
     data = {domain.name: DomainData(domain=domain, env=env, tasks=tasks)}
     probe = evaluate_tasks(data, tasks[:1], _eval_config(config, 1, use_tools=False))
     if probe and probe[0].error:  # one try, not hundreds of retried ones, to find the server down
@@ -90,10 +97,10 @@ def reference_attempts(domain: Domain, env: Environment, tasks: list[Task],
         raise ReferenceUnavailable(f"{len(failed)} of {len(tried) + len(bare)} reference tries got no answer from "
                                    f"{config.agent.base_url} ({config.agent.model}); first: {failed[0].error}")
     with_tools: dict[str, list[bool]] = defaultdict(list)
-    for result, solved in zip(tried, _judged(config, tasks, tried)):
+    for result, solved in zip(tried, _judged(config, tasks, tried, judge)):
         with_tools[result.task_id].append(solved)
     without = {r.task_id: r.reward >= 1.0 for r in bare}
     return {task.id: Attempts(with_tools=with_tools[task.id], without_tools=without.get(task.id)) for task in tasks}
 
 
-__all__ = ["ReferenceConfig", "ReferenceUnavailable", "reference_attempts"]
+__all__ = ["Judge", "ReferenceConfig", "ReferenceUnavailable", "reference_attempts"]

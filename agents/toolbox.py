@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from toolscale.domains import Domain, Task
 
 from .endpoints import EndpointConfig
-from .rewards import COST, LATENCY, OUTCOME
+from .scoring import COST, LATENCY, OUTCOME
 
 CALL_EXPERT = "call_expert"
 
