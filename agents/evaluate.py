@@ -2,7 +2,7 @@
 
 Each trial is an Episode (episode.py) driven by the agent's chat completions: in solo mode the
 task's instruction is the first user message; in user mode an LLM user simulator plays the user.
-Trials are scored exactly as training rollouts are (rewards.score_outcome), so a policy's
+Trials are scored exactly as training rollouts are (scoring.score_outcome), so a policy's
 evaluation and its reward agree. pass^k is τ²-bench's: per task, C(successes, k) / C(trials, k),
 averaged over tasks.
 

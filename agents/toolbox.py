@@ -45,7 +45,7 @@ class ExpertSampling(_Model):
 
 
 class PreferenceSampling(_Model):
-    """Ranges of the preference weights (uniform). Cost and latency weights are positive: see rewards.py."""
+    """Ranges of the preference weights (uniform). Cost and latency weights are positive: see trainer/rewards.py."""
 
     outcome: float = Field(1.0, ge=0)
     cost: tuple[float, float] = (0.0, 0.5)
