@@ -98,13 +98,21 @@ class Clock:
         return _parse_datetime(moment).date().isoformat()
 
 
+def _singular(name: str) -> str:
+    """"ticket_orders" -> "ticket order", "deliveries" -> "delivery": a table named in a message."""
+    words = name.replace("_", " ")
+    if words.endswith("ies"):
+        return words[:-3] + "y"
+    return words[:-1] if words.endswith("s") and not words.endswith("ss") else words
+
+
 class RecordStore:
     """The record API's contract, whatever stores the rows: table lookup, coercion by the schema,
     read-only refusal, deterministic new keys, and insert / update / delete in terms of a store's
     `_fetch`, `find`, `_top_key`, `_store` and `_remove` (Records over SQL; dictdb.DictRecords over
     dicts, in exported packages). No SQL here: this class is vendored with dictdb."""
 
-    TOOL_API = frozenset({"get", "find", "count", "insert", "update", "delete"})
+    TOOL_API = frozenset({"get", "find", "count", "one", "owned", "ensure", "insert", "update", "delete"})
 
     def __init__(self, spec: DomainSpec) -> None:
         self._spec = spec
@@ -160,6 +168,35 @@ class RecordStore:
 
     def count(self, table: str, where: dict[str, Any] | None = None) -> int:
         return len(self.find(table, where))
+
+    # the shapes tools repeat --------------------------------------------------------------
+    def one(self, table: str, where: dict[str, Any], what: str | None = None) -> dict[str, Any]:
+        """The one row matching `where` (a lookup by something a user knows, such as an email);
+        ToolError when none does, or several do: "no customer with email a@b.c"."""
+        rows = self.find(table, where, limit=2)
+        if len(rows) == 1:
+            return rows[0]
+        described = (" and ".join(f"{column.replace('_', ' ')} {value}" for column, value in where.items())
+                     if isinstance(where, dict) else where)
+        what = what or _singular(table)
+        raise ToolError(f"no {what} with {described}" if not rows else f"more than one {what} with {described}")
+
+    def owned(self, table: str, key: Any, owner_column: str, owner: Any, what: str | None = None) -> dict[str, Any]:
+        """The row `key`, which must belong to `owner` (its `owner_column` equals it); ToolError otherwise:
+        "account ACC-000001 does not belong to customer CUS-000002"."""
+        row = self.get(table, key)
+        if not isinstance(owner_column, str) or owner_column not in row:
+            raise ToolError(f"table {table!r} has no column {owner_column!r}")
+        if row[owner_column] != owner:
+            raise ToolError(f"{what or _singular(table)} {key} does not belong to "
+                            f"{_singular(owner_column.removesuffix('_id'))} {owner}")
+        return row
+
+    def ensure(self, table: str, where: dict[str, Any], message: str) -> None:
+        """Raise ToolError(message) unless some row matches `where` (a check done once before, such as
+        a verified identity)."""
+        if not self.find(table, where, limit=1):
+            raise ToolError(message)
 
     def dump(self) -> dict[str, list[dict[str, Any]]]:
         """Every table's rows, ordered by primary key."""

@@ -31,6 +31,14 @@ def example_arguments(domain: Domain, tool: str) -> dict[str, Any]:
     return args
 
 
+RAISING_HELPERS = ("one", "owned", "ensure")  # the record API's checks: each raises ToolError when it fails
+
+
+def _checks_with_a_helper(node: ast.AST) -> bool:
+    return (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in RAISING_HELPERS
+            and isinstance(node.func.value, ast.Name) and node.func.value.id == "db")
+
+
 def raises_tool_error(domain: Domain) -> dict[str, bool]:
     """For each tool: does it, or a helper it calls (transitively), `raise ToolError`?"""
     tree = ast.parse(domain.toolkit.source)
@@ -38,7 +46,7 @@ def raises_tool_error(domain: Domain) -> dict[str, bool]:
     calls = {name: {n.func.id for n in ast.walk(f) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)}
              for name, f in functions.items()}
     direct = {name: any(isinstance(n, ast.Raise) and n.exc is not None and "ToolError" in ast.unparse(n.exc)
-                        for n in ast.walk(f)) for name, f in functions.items()}
+                        or _checks_with_a_helper(n) for n in ast.walk(f)) for name, f in functions.items()}
 
     def reaches(name: str, seen: set[str]) -> bool:
         if direct.get(name):

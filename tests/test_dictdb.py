@@ -76,6 +76,13 @@ OPERATIONS = [
     ("find", "people", {"email": "a@x", "code": ["c"]}, None, None), ("find", "people", {"shoe": 1}, None, None),
     ("find", "people", None, "-shoe", None), ("find", "people", None, "-team_no", None),
     ("count", "people", {"level": "junior"}),
+    ("one", "people", {"email": "b@x"}), ("one", "people", {"email": "nobody@x"}, "colleague"),
+    ("one", "people", {"level": "junior"}), ("one", "people", {"shoe": 1}), ("one", "ghosts", {"x": 1}),
+    ("owned", "people", "p_x-000009", "team_no", 4), ("owned", "people", "p_x-000009", "team_no", 1),
+    ("owned", "people", "p_x-000009", "mentor_id", "p_X-000002", "mentee"), ("owned", "people", "nope", "team_no", 4),
+    ("owned", "people", "p_x-000009", "shoe_id", 4), ("owned", "people", "p_x-000009", ["team_no"], 4),
+    ("one", "people", "email"), ("one", "people", {"email": ["a@x"]}),
+    ("ensure", "people", {"email": "a@x"}, "no a"), ("ensure", "people", {"email": "z@x"}, "nobody is z"),
     ("insert", "people", person), ("insert", "people", {**person, "email": "m@x"}),
     ("insert", "people", {**person, "email": "a@x"}), ("insert", "people", {**person, "email": "q@x", "code": "c1"}),
     ("insert", "people", {**person, "email": "a@x", "code": "c1"}),
@@ -141,8 +148,27 @@ def test_every_record_operation_answers_as_sqlite_does():
         # from the rows: Records' running digest hashes a NaN it stored as NULL (its own quirk)
         assert dicts.digest == dicts.full_digest() == full_digest(sql.dump()), operation
     # the table reaches success and every kind of refusal
-    assert {"ok-get", "ok-find", "ok-insert", "ok-update", "ok-delete", "ToolError", "ProgrammingError",
-            "OverflowError"} <= kinds
+    assert {"ok-get", "ok-find", "ok-one", "ok-owned", "ok-ensure", "ok-insert", "ok-update", "ok-delete",
+            "ToolError", "ProgrammingError", "OverflowError"} <= kinds
+
+
+def test_the_lookup_helpers_name_what_went_wrong():
+    """one / owned / ensure: the shapes the tools repeat, with the messages an agent acts on."""
+    domain = load_domain_text(EDGE_YAML, EDGE_TOOLS, "")
+    for records in (sqlite_records(domain, EDGE_ROWS), DictRecords(domain.spec, EDGE_ROWS)):
+        assert records.one("people", {"email": "b@x"})["person_id"] == "p_x-000009"
+        assert outcome(records, ("one", "people", {"email": "n@x"})) == ("ToolError", "no people with email n@x")
+        assert outcome(records, ("one", "people", {"email": "n@x"}, "colleague")) == \
+            ("ToolError", "no colleague with email n@x")
+        assert outcome(records, ("one", "people", {"level": "senior", "active": False})) == \
+            ("ToolError", "no people with level senior and active False")
+        assert outcome(records, ("one", "people", {"level": "junior"})) == \
+            ("ToolError", "more than one people with level junior")
+        assert records.owned("people", "p_x-000009", "mentor_id", "p_X-000002")["email"] == "b@x"
+        assert outcome(records, ("owned", "people", "p_x-000009", "team_no", 1, "person")) == \
+            ("ToolError", "person p_x-000009 does not belong to team no 1")
+        assert outcome(records, ("ensure", "people", {"email": "z@x"}, "verify first")) == ("ToolError", "verify first")
+        assert records.ensure("people", {"email": "a@x"}, "verify first") is None
 
 
 def test_new_keys_follow_the_largest_key_like_the_prefix():

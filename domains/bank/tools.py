@@ -12,8 +12,8 @@ FEE_FREE_SEGMENTS = ["premium", "business"]
 
 def verified_customer(customer_id):
     customer = db.get("customers", customer_id)
-    if not db.find("identity_checks", {"customer_id": customer_id}):
-        raise ToolError("identity not verified: call verify_identity for this customer first")
+    db.ensure("identity_checks", {"customer_id": customer_id},
+              "identity not verified: call verify_identity for this customer first")
     return customer
 
 
@@ -25,9 +25,7 @@ def active_customer(customer_id):
 
 
 def owned_account(customer_id, account_id):
-    account = db.get("accounts", account_id)
-    if account["customer_id"] != customer_id:
-        raise ToolError(f"account {account_id} does not belong to customer {customer_id}")
+    account = db.owned("accounts", account_id, "customer_id", customer_id)
     return account
 
 
@@ -93,10 +91,7 @@ def find_customer_by_email(email: str) -> dict:
     Args:
         email: The customer's email address, e.g. "ana.lopez12@mail.com".
     """
-    rows = db.find("customers", {"email": email.strip().lower()})
-    if not rows:
-        raise ToolError(f"no customer with email {email}")
-    return public_customer(rows[0])
+    return public_customer(db.one("customers", {"email": email.strip().lower()}))
 
 
 @tool("read")
@@ -498,9 +493,7 @@ def make_loan_payment(customer_id: str, loan_id: str, from_account_id: str, amou
         amount: The amount to pay, e.g. 420.0.
     """
     active_customer(customer_id)
-    loan = db.get("loans", loan_id)
-    if loan["customer_id"] != customer_id:
-        raise ToolError(f"loan {loan_id} does not belong to customer {customer_id}")
+    loan = db.owned("loans", loan_id, "customer_id", customer_id)
     if loan["status"] == "paid_off":
         raise ToolError(f"loan {loan_id} is already paid off")
     source = open_account_of(customer_id, from_account_id)

@@ -146,10 +146,7 @@ def find_staff_by_email(email: str) -> dict:
     Args:
         email: The staff member's work email, e.g. "jsmith@minutemen-bball.com".
     """
-    rows = db.find("staff", {"email": email.strip().lower()})
-    if not rows:
-        raise ToolError(f"no club staff member with email {email}")
-    staff = rows[0]
+    staff = db.one("staff", {"email": email.strip().lower()}, "club staff member")
     return {"staff_id": staff["staff_id"], "first_name": staff["first_name"], "last_name": staff["last_name"],
             "role": staff["role"], "club_id": staff["club_id"], "club": club_name(staff["club_id"])}
 
@@ -161,10 +158,7 @@ def find_fan_by_email(email: str) -> dict:
     Args:
         email: The fan's email address, e.g. "maria.lopez23@gmail.com".
     """
-    rows = db.find("fans", {"email": email.strip().lower()})
-    if not rows:
-        raise ToolError(f"no fan account with email {email}")
-    fan = rows[0]
+    fan = db.one("fans", {"email": email.strip().lower()}, "fan account")
     return {"fan_id": fan["fan_id"], "first_name": fan["first_name"], "last_name": fan["last_name"],
             "membership": fan["membership"], "status": fan["status"]}
 
@@ -698,9 +692,7 @@ def cancel_ticket_order(fan_id: str, order_id: str) -> dict:
         order_id: The order's id, e.g. "TKO-000031".
     """
     db.get("fans", fan_id)
-    order = db.get("ticket_orders", order_id)
-    if order["fan_id"] != fan_id:
-        raise ToolError(f"order {order_id} does not belong to fan {fan_id}")
+    order = db.owned("ticket_orders", order_id, "fan_id", fan_id, "order")
     if order["status"] != "confirmed":
         raise ToolError(f"order {order_id} is already {order['status']}")
     game = db.get("games", order["game_id"])

@@ -40,8 +40,8 @@ def line_total_eur(price, quantity, currency):
 
 def verified_shopper(shopper_id):
     shopper = db.get("shoppers", shopper_id)
-    if not db.find("identity_checks", {"shopper_id": shopper_id}):
-        raise ToolError("shopper not verified: call verify_shopper for this shopper first")
+    db.ensure("identity_checks", {"shopper_id": shopper_id},
+              "shopper not verified: call verify_shopper for this shopper first")
     return shopper
 
 
@@ -61,9 +61,7 @@ def owned_parcel(shopper_id, parcel_id):
 
 
 def owned_subscription(shopper_id, subscription_id):
-    sub = db.get("subscriptions", subscription_id)
-    if sub["shopper_id"] != shopper_id:
-        raise ToolError(f"subscription {subscription_id} does not belong to shopper {shopper_id}")
+    sub = db.owned("subscriptions", subscription_id, "shopper_id", shopper_id)
     return sub
 
 
@@ -137,10 +135,7 @@ def find_shopper_by_email(email: str) -> dict:
     Args:
         email: The account's email address, e.g. "lena.vogel23@mail.com".
     """
-    rows = db.find("shoppers", {"email": email.strip().lower()})
-    if not rows:
-        raise ToolError(f"no shopper with email {email}")
-    return public_shopper(rows[0])
+    return public_shopper(db.one("shoppers", {"email": email.strip().lower()}))
 
 
 @tool("read")
@@ -337,10 +332,7 @@ def track_parcel(tracking_number: str) -> dict:
     Args:
         tracking_number: The carrier's tracking number, e.g. "JJD4829301746".
     """
-    rows = db.find("parcels", {"tracking_number": tracking_number.strip().upper()})
-    if not rows:
-        raise ToolError(f"no parcel with tracking number {tracking_number}")
-    parcel = rows[0]
+    parcel = db.one("parcels", {"tracking_number": tracking_number.strip().upper()})
     listing = db.get("listings", parcel["listing_id"])
     delivered = parcel["status"] == "delivered"
     days = max(clock.days_between(parcel["dispatch_date"], clock.today()), 0)
@@ -377,10 +369,7 @@ def check_gift_card(code: str) -> dict:
     Args:
         code: The gift card code, e.g. "KQTR-4821-MBNZ".
     """
-    rows = db.find("gift_cards", {"code": code.strip().upper()})
-    if not rows:
-        raise ToolError(f"no gift card with code {code}")
-    card = rows[0]
+    card = db.one("gift_cards", {"code": code.strip().upper()})
     return {"code": card["code"], "currency": card["currency"], "balance": card["balance"], "status": card["status"],
             "expires_on": card["expires_on"], "expired": card["expires_on"] < clock.today()}
 
@@ -550,10 +539,7 @@ def redeem_gift_card(shopper_id: str, code: str) -> dict:
         code: The gift card code, e.g. "KQTR-4821-MBNZ".
     """
     shopper = active_shopper(shopper_id)
-    rows = db.find("gift_cards", {"code": code.strip().upper()})
-    if not rows:
-        raise ToolError(f"no gift card with code {code}")
-    card = rows[0]
+    card = db.one("gift_cards", {"code": code.strip().upper()})
     if card["status"] != "active" or card["balance"] <= 0:
         raise ToolError(f"gift card {card['code']} has already been redeemed")
     if card["expires_on"] < clock.today():

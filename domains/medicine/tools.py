@@ -12,15 +12,13 @@ CROSS_SENSITIVE = {"penicillins": "cephalosporins"}
 
 def verified_patient(patient_id):
     patient = db.get("patients", patient_id)
-    if not db.find("identity_checks", {"patient_id": patient_id}):
-        raise ToolError("identity not verified: call verify_identity for this patient first")
+    db.ensure("identity_checks", {"patient_id": patient_id},
+              "identity not verified: call verify_identity for this patient first")
     return patient
 
 
 def owned_prescription(patient_id, prescription_id):
-    rx = db.get("prescriptions", prescription_id)
-    if rx["patient_id"] != patient_id:
-        raise ToolError(f"prescription {prescription_id} does not belong to patient {patient_id}")
+    rx = db.owned("prescriptions", prescription_id, "patient_id", patient_id)
     return rx
 
 
@@ -31,9 +29,7 @@ def owned_fill(patient_id, fill_id):
 
 
 def owned_appointment(patient_id, appointment_id):
-    appointment = db.get("appointments", appointment_id)
-    if appointment["patient_id"] != patient_id:
-        raise ToolError(f"appointment {appointment_id} does not belong to patient {patient_id}")
+    appointment = db.owned("appointments", appointment_id, "patient_id", patient_id)
     return appointment
 
 

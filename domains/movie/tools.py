@@ -35,8 +35,8 @@ def normal_postcode(text):
 
 def verified_member(member_id):
     member = db.get("members", member_id)
-    if not db.find("identity_checks", {"member_id": member_id}):
-        raise ToolError("identity not verified: call verify_member for this member first")
+    db.ensure("identity_checks", {"member_id": member_id},
+              "identity not verified: call verify_member for this member first")
     return member
 
 
@@ -48,9 +48,7 @@ def active_member(member_id):
 
 
 def owned_booking(member_id, booking_id):
-    booking = db.get("bookings", booking_id)
-    if booking["member_id"] != member_id:
-        raise ToolError(f"booking {booking_id} does not belong to member {member_id}")
+    booking = db.owned("bookings", booking_id, "member_id", member_id)
     return booking
 
 
@@ -125,10 +123,7 @@ def find_member_by_email(email: str) -> dict:
     Args:
         email: The member's email address, e.g. "lena.fischer21@mail.com".
     """
-    rows = db.find("members", {"email": email.strip().lower()})
-    if not rows:
-        raise ToolError(f"no member with email {email}")
-    return public_member(rows[0])
+    return public_member(db.one("members", {"email": email.strip().lower()}))
 
 
 @tool("read")
@@ -539,10 +534,7 @@ def redeem_voucher(member_id: str, code: str) -> dict:
         code: The voucher code, e.g. "LUM-KXPT-4821".
     """
     member = active_member(member_id)
-    rows = db.find("vouchers", {"code": code.strip().upper()})
-    if not rows:
-        raise ToolError(f"no voucher with code {code}")
-    voucher = rows[0]
+    voucher = db.one("vouchers", {"code": code.strip().upper()})
     if voucher["member_id"] != member_id:
         raise ToolError(f"voucher {code} was issued to another member")
     if voucher["status"] != "active":

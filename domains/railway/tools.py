@@ -62,9 +62,7 @@ def passenger_of(passenger_id):
 
 def owned_ticket(passenger_id, ticket_id):
     passenger_of(passenger_id)
-    ticket = db.get("tickets", ticket_id)
-    if ticket["passenger_id"] != passenger_id:
-        raise ToolError(f"ticket {ticket_id} does not belong to passenger {passenger_id}")
+    ticket = db.owned("tickets", ticket_id, "passenger_id", passenger_id)
     return ticket
 
 
@@ -197,10 +195,7 @@ def find_passenger_by_email(email: str) -> dict:
     Args:
         email: The passenger's email address, e.g. "olivia.hughes12@gmail.com".
     """
-    rows = db.find("passengers", {"email": email.strip().lower()})
-    if not rows:
-        raise ToolError(f"no passenger account with email {email}")
-    return public_passenger(rows[0])
+    return public_passenger(db.one("passengers", {"email": email.strip().lower()}, "passenger account"))
 
 
 @tool("read")

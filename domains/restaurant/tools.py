@@ -136,9 +136,7 @@ def check_one_per_day(guest_id, day, skip_id=None):
 
 def owned_booking(guest_id, booking_id):
     db.get("guests", guest_id)
-    booking = db.get("table_bookings", booking_id)
-    if booking["guest_id"] != guest_id:
-        raise ToolError(f"booking {booking_id} does not belong to guest {guest_id}")
+    booking = db.owned("table_bookings", booking_id, "guest_id", guest_id, "booking")
     return booking
 
 
@@ -181,9 +179,7 @@ def order_view(order):
 
 def owned_order(guest_id, order_id):
     db.get("guests", guest_id)
-    order = db.get("takeout_orders", order_id)
-    if order["guest_id"] != guest_id:
-        raise ToolError(f"order {order_id} does not belong to guest {guest_id}")
+    order = db.owned("takeout_orders", order_id, "guest_id", guest_id, "order")
     return order
 
 
@@ -216,10 +212,7 @@ def find_guest_by_email(email: str) -> dict:
     Args:
         email: The guest's email address, e.g. "maeve.byrne12@mail.com".
     """
-    rows = db.find("guests", {"email": email.strip().lower()})
-    if not rows:
-        raise ToolError(f"no guest with email {email}")
-    return public_guest(rows[0])
+    return public_guest(db.one("guests", {"email": email.strip().lower()}))
 
 
 @tool("read")
@@ -758,9 +751,7 @@ def cancel_private_event(guest_id: str, event_id: str) -> dict:
         event_id: The event's id, e.g. "EVT-000009".
     """
     db.get("guests", guest_id)
-    event = db.get("private_events", event_id)
-    if event["guest_id"] != guest_id:
-        raise ToolError(f"event {event_id} does not belong to guest {guest_id}")
+    event = db.owned("private_events", event_id, "guest_id", guest_id, "event")
     if event["status"] != "confirmed":
         raise ToolError(f"event {event_id} is {event['status']}; only confirmed events can be cancelled")
     days_ahead = clock.days_between(clock.today(), event["event_date"])

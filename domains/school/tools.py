@@ -19,8 +19,8 @@ FINAL_YEAR = 4
 
 def verified_student(student_id):
     student = db.get("students", student_id)
-    if not db.find("identity_checks", {"student_id": student_id}):
-        raise ToolError("identity not verified: call verify_identity for this student first")
+    db.ensure("identity_checks", {"student_id": student_id},
+              "identity not verified: call verify_identity for this student first")
     return student
 
 
@@ -180,10 +180,7 @@ def find_student_by_email(email: str) -> dict:
     Args:
         email: The student's email address, e.g. "maya.okafor27@stu.northfield.edu".
     """
-    rows = db.find("students", {"email": email.strip().lower()})
-    if not rows:
-        raise ToolError(f"no student with email {email}")
-    return public_student(rows[0])
+    return public_student(db.one("students", {"email": email.strip().lower()}))
 
 
 @tool("read")
@@ -592,9 +589,7 @@ def pay_invoice(student_id: str, invoice_id: str, amount: float, method: Literal
         method: "card" or "bank_transfer", e.g. "bank_transfer".
     """
     student = verified_student(student_id)
-    invoice = db.get("invoices", invoice_id)
-    if invoice["student_id"] != student_id:
-        raise ToolError(f"invoice {invoice_id} does not belong to student {student_id}")
+    invoice = db.owned("invoices", invoice_id, "student_id", student_id)
     if invoice["status"] != "open":
         raise ToolError(f"invoice {invoice_id} is {invoice['status']}; only open invoices can be paid")
     remaining = remaining_of(invoice)
@@ -670,9 +665,7 @@ def cancel_transcript_request(student_id: str, request_id: str) -> dict:
         request_id: The request's id, e.g. "TRQ-000012".
     """
     verified_student(student_id)
-    request = db.get("transcript_requests", request_id)
-    if request["student_id"] != student_id:
-        raise ToolError(f"request {request_id} does not belong to student {student_id}")
+    request = db.owned("transcript_requests", request_id, "student_id", student_id, "request")
     if request["status"] != "pending":
         raise ToolError(f"request {request_id} is {request['status']}; only pending requests can be cancelled")
     voided = None

@@ -53,16 +53,14 @@ def days_until(day):
 
 def verified_traveler(traveler_id):
     traveler = db.get("travelers", traveler_id)
-    if not db.find("verifications", {"traveler_id": traveler_id}):
-        raise ToolError("identity not verified: call verify_traveler for this traveler first")
+    db.ensure("verifications", {"traveler_id": traveler_id},
+              "identity not verified: call verify_traveler for this traveler first")
     return traveler
 
 
 def owned_booking(traveler_id, booking_id):
     verified_traveler(traveler_id)
-    booking = db.get("bookings", booking_id)
-    if booking["traveler_id"] != traveler_id:
-        raise ToolError(f"booking {booking_id} does not belong to traveler {traveler_id}")
+    booking = db.owned("bookings", booking_id, "traveler_id", traveler_id)
     return booking
 
 
@@ -229,10 +227,7 @@ def find_traveler_by_email(email: str) -> dict:
     Args:
         email: The traveler's email address, e.g. "marta.rossi21@mail.com".
     """
-    rows = db.find("travelers", {"email": email.strip().lower()})
-    if not rows:
-        raise ToolError(f"no traveler with email {email}")
-    return public_traveler(rows[0])
+    return public_traveler(db.one("travelers", {"email": email.strip().lower()}))
 
 
 @tool("read")
@@ -450,10 +445,7 @@ def check_voucher(code: str) -> dict:
     Args:
         code: The voucher code, e.g. "SPRING42".
     """
-    rows = db.find("vouchers", {"code": code.strip().upper()})
-    if not rows:
-        raise ToolError(f"no voucher with code {code}")
-    voucher = dict(rows[0])
+    voucher = dict(db.one("vouchers", {"code": code.strip().upper()}))
     voucher["usable"] = voucher["status"] == "active" and voucher["expires_on"] >= clock.today()
     return voucher
 
@@ -699,10 +691,7 @@ def apply_voucher(traveler_id: str, booking_id: str, code: str) -> dict:
     balance = balance_of(booking)
     if booking["status"] != "confirmed" or balance <= 0:
         raise ToolError("vouchers apply only to bookings with a balance still to pay")
-    rows = db.find("vouchers", {"code": code.strip().upper()})
-    if not rows:
-        raise ToolError(f"no voucher with code {code}")
-    voucher = rows[0]
+    voucher = db.one("vouchers", {"code": code.strip().upper()})
     if voucher["status"] != "active":
         raise ToolError(f"voucher {voucher['code']} has already been used")
     if voucher["expires_on"] < clock.today():

@@ -169,8 +169,8 @@ def normal_postcode(text):
 
 def verified_subscriber(subscriber_id):
     subscriber = db.get("subscribers", subscriber_id)
-    if not db.find("verifications", {"subscriber_id": subscriber_id}):
-        raise ToolError("identity not verified: call verify_subscriber for this subscriber first")
+    db.ensure("verifications", {"subscriber_id": subscriber_id},
+              "identity not verified: call verify_subscriber for this subscriber first")
     return subscriber
 
 
@@ -182,9 +182,7 @@ def active_subscriber(subscriber_id):
 
 
 def owned_subscription(subscriber_id, subscription_id):
-    subscription = db.get("subscriptions", subscription_id)
-    if subscription["subscriber_id"] != subscriber_id:
-        raise ToolError(f"subscription {subscription_id} does not belong to subscriber {subscriber_id}")
+    subscription = db.owned("subscriptions", subscription_id, "subscriber_id", subscriber_id)
     return subscription
 
 
@@ -550,11 +548,9 @@ def find_subscriber_by_email(email: str) -> dict:
     Args:
         email: The account's email address, e.g. "lena.vogel21@mail.com".
     """
-    rows = db.find("subscribers", {"email": email.strip().lower()})
-    if not rows:
-        raise ToolError(f"no subscriber with email {email}")
-    return {"subscriber_id": rows[0]["subscriber_id"], "first_name": rows[0]["first_name"],
-            "last_name": rows[0]["last_name"]}
+    row = db.one("subscribers", {"email": email.strip().lower()})
+    return {"subscriber_id": row["subscriber_id"], "first_name": row["first_name"],
+            "last_name": row["last_name"]}
 
 
 @tool("write")
