@@ -275,7 +275,7 @@ def _check_top_level(node: ast.stmt, filename: str, kinds: dict[str, ToolKind]) 
             kinds[node.name] = kind
         return [node.name]
     if isinstance(node, ast.Assign) and all(isinstance(t, ast.Name) for t in node.targets):
-        _literal(node.value, f"{filename}:{node.lineno}: module-level values must be constants;")
+        _literal(node.value, f"{filename}:{node.lineno}: module-level values must be constants")
         return [t.id for t in node.targets]
     if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant):
         return []

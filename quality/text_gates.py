@@ -42,13 +42,23 @@ class RealizabilityGate:
             for argument, value in action.arguments.items():
                 for leaf in _leaves(value):  # cheapest test first
                     if (appears_in(leaf, ctx.text) or ctx.returned_before(i, leaf) or leaf in ctx.told_dates
-                            or leaf in _allowed_literals(ctx, action.name, argument)):
+                            or _told_moment(ctx, leaf) or leaf in _allowed_literals(ctx, action.name, argument)):
                         continue
                     hint = (f"; a date the user does not give as it is must be said in one of these forms: {SAID_FORMS}"
                             if isinstance(leaf, str) and _ISO_DATE.fullmatch(leaf) else "")
                     return failed(f"action {i} ({action.name}): {argument}={leaf!r} is neither told by the user "
                                   f"nor returned by an earlier action{hint}")
         return passed()
+
+
+def _told_moment(ctx: GateContext, leaf: Any) -> bool:
+    """A date and time the user gives in two parts ("on 2026-10-24 at 10:00", "tomorrow at 10:00"): the agent
+    writes them as one ISO value."""
+    moment = _DATETIME.fullmatch(leaf[:16]) if isinstance(leaf, str) and len(leaf) in (16, 19) else None
+    if moment is None or len(leaf) == 19 and not leaf.endswith(":00"):
+        return False
+    day, time_of_day = moment.groups()
+    return (appears_in(day, ctx.text) or day in ctx.told_dates) and appears_in(time_of_day, ctx.text)
 
 
 def _element_lists(output: Any) -> list[list[dict[str, Any]]]:

@@ -116,6 +116,27 @@ def test_a_date_the_user_does_not_give_is_rejected_with_the_forms_that_would_say
     assert verdict(RealizabilityGate(), env, saying(f"in {days} days" if days > 0 else f"{-days} days ago")).passed
 
 
+def test_a_date_and_time_the_user_gives_in_two_parts_is_knowable(library_tasks):
+    """"on 2026-10-24 at 10:00" gives the agent start_time 2026-10-24T10:00 (a capable model's task was refused
+    for it); the date alone does not."""
+    env, tasks = library_tasks
+    task = tasks[0]
+    actions = task.evaluation_criteria.actions
+    timed = [*actions[:-1],
+             actions[-1].model_copy(update={"arguments": {**actions[-1].arguments, "start_time": "2026-10-24T10:00"}})]
+
+    def saying(words):
+        instructions = task.user_scenario.instructions.model_copy(
+            update={"task_instructions": f"{task.user_scenario.instructions.task_instructions} {words}"})
+        return task.model_copy(update={
+            "evaluation_criteria": task.evaluation_criteria.model_copy(update={"actions": timed}),
+            "user_scenario": task.user_scenario.model_copy(update={"instructions": instructions})})
+
+    assert verdict(RealizabilityGate(), env, saying("Make it 2026-10-24 at 10:00.")).passed
+    reason = verdict(RealizabilityGate(), env, saying("Make it 2026-10-24.")).reason
+    assert "start_time='2026-10-24T10:00' is neither told" in reason
+
+
 def test_every_date_form_the_hardening_prompt_teaches_is_read_back():
     today = date(2026, 12, 3)
     for form in re.findall(r'"([^"]+)"', SAID_FORMS):
