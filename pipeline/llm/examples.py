@@ -25,7 +25,10 @@ _OUT_INDEX = re.compile(r"out\[(\d+)\]")
 
 
 def example_domain_name(target: str) -> str:
-    return "bank" if target == "restaurant" else "restaurant"
+    """The built-in domain whose files the prompts show as the example: bank, whose tools use every
+    record-API helper and look rows up by filter, never by a loop over a whole table (restaurant's
+    phone lookup does); restaurant for the bank itself."""
+    return "restaurant" if target == "bank" else "bank"
 
 
 @lru_cache(maxsize=None)
