@@ -2,11 +2,11 @@
 
 With no PREFECT_API_URL configured, Prefect would start this server itself on its first API call,
 after importing the whole server package into the calling process just to launch it (about 4 s of
-CPU on 2 cores, taken from the stages). `launch()` starts the same command without that import, as
-soon as a run knows it has work, and points this process's Prefect settings at it; `ensure_started`
-waits for it with a line that says so (its start takes 5-50 s on 2 cores: its database is migrated
-on first use). A server launched here ends with this process, or with the kernel's parent-death
-signal if this process is killed outright.
+CPU on 2 cores, taken from the stages). `ensure_started` starts the same command without that import,
+with a line that says so (its start takes 5-50 s on 2 cores: its database is migrated on first use),
+and once it answers points this process's Prefect settings (and its children's environment) at it.
+A server started here ends with this process, or with the kernel's parent-death signal if this
+process is killed outright.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ _prctl = ctypes.CDLL(None, use_errno=True).prctl if sys.platform.startswith("lin
 _STARTUP_FAILED = 3  # uvicorn's exit status when the app did not start or its port was taken after our check
 _STARTS = 3  # a start that failed is tried again: another run on the same Prefect home may be migrating it
 _EXCEPTION = re.compile(r"[\w.]+(Error|Exception|Exit)\b.*:")  # "sqlite3.OperationalError: unable to ..."
-_server: "LocalServer | None" = None
+_server: "LocalServer | None" = None  # the one started here, once it answered
 
 
 class LocalServerError(RuntimeError):
@@ -45,7 +45,6 @@ class LocalServer:
 
     def __init__(self) -> None:
         self.log = tempfile.TemporaryFile()  # its start-up errors, for the message if it fails
-        self.healthy = False
         self.process = self._spawn()
         atexit.register(self.stop)
 
@@ -88,7 +87,6 @@ class LocalServer:
                                            f"{self._errors()}")
                 try:
                     if client.get(f"{self.api_url}/health").status_code == 200:
-                        self.healthy = True
                         return
                 except httpx.TransportError:
                     pass
@@ -138,50 +136,34 @@ def _end_with_parent(parent: int) -> Callable[[], None]:
 
 
 def is_ephemeral() -> bool:
-    """True when runs go to a local server this process starts: one launched here, or none configured
+    """True when runs go to a local server this process starts: one started here, or none configured
     (PREFECT_API_URL in the environment, the Prefect profile or its settings files)."""
     from prefect.settings import PREFECT_API_URL
 
     return _server is not None or not PREFECT_API_URL.value()
 
 
-def launch() -> None:
-    """Start the local server unless one is configured or already launched, and point this process's
-    Prefect settings (and its children's environment) at it; return without waiting for it."""
-    global _server
-    if not is_ephemeral() or _server is not None:
-        return
-    _server = LocalServer()
-    _point_settings_at(_server)
-
-
-def _point_settings_at(server: LocalServer) -> None:
-    from prefect.context import refresh_global_settings_context
-
-    if os.environ.get("PREFECT_API_URL") != server.api_url:
-        os.environ["PREFECT_API_URL"] = server.api_url
-        refresh_global_settings_context()
-
-
 def ensure_started(say: Callable[[str], None]) -> None:
-    """Launch the local server if needed and wait until it answers; `say` what happens."""
+    """Start the local server unless one is configured or already started, wait until it answers, and
+    point this process's Prefect settings at it; `say` what happens."""
     global _server
-    if not is_ephemeral():
+    if _server is not None or not is_ephemeral():
         return
+    from prefect.context import refresh_global_settings_context
     from prefect.settings import PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS
 
-    launch()
-    if _server.healthy:
-        return
     say("starting Prefect's local server (set PREFECT_API_URL to use a running one)")
     started = time.perf_counter()
+    server = LocalServer()
     try:
-        _server.wait_healthy(PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS.value())
+        server.wait_healthy(PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS.value())
     except LocalServerError:
-        forget()
+        server.stop()
         raise
-    _point_settings_at(_server)  # a start tried again after its port was taken listens on another
-    say(f"Prefect's local server is up after {time.perf_counter() - started:.1f}s at {_server.api_url}")
+    _server = server
+    os.environ["PREFECT_API_URL"] = server.api_url
+    refresh_global_settings_context()
+    say(f"Prefect's local server is up after {time.perf_counter() - started:.1f}s at {server.api_url}")
 
 
 @contextmanager
@@ -197,15 +179,3 @@ def flow_settings() -> Iterator[None]:
     with temporary_settings(updates={"flows.heartbeat_frequency": None}):
         yield
 
-
-def forget() -> None:
-    """Stop the launched server and clear its address, so that the next `launch` starts afresh."""
-    global _server
-    if _server is None:
-        return
-    from prefect.context import refresh_global_settings_context
-
-    _server.stop()
-    _server = None
-    os.environ.pop("PREFECT_API_URL", None)
-    refresh_global_settings_context()
