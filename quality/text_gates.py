@@ -54,8 +54,8 @@ class RealizabilityGate:
 def _told_moment(ctx: GateContext, leaf: Any) -> bool:
     """A date and time the user gives in two parts ("on 2026-10-24 at 10:00", "tomorrow at 10:00"): the agent
     writes them as one ISO value."""
-    moment = _DATETIME.fullmatch(leaf[:16]) if isinstance(leaf, str) and len(leaf) in (16, 19) else None
-    if moment is None or len(leaf) == 19 and not leaf.endswith(":00"):
+    moment = _MOMENT.fullmatch(leaf) if isinstance(leaf, str) else None
+    if moment is None:
         return False
     day, time_of_day = moment.groups()
     return (appears_in(day, ctx.text) or day in ctx.told_dates) and appears_in(time_of_day, ctx.text)
@@ -69,6 +69,7 @@ def _element_lists(output: Any) -> list[list[dict[str, Any]]]:
 
 _ISO_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
 _DATETIME = re.compile(r"(\d{4}-\d{2}-\d{2})T(\d{2}:\d{2})")
+_MOMENT = re.compile(_DATETIME.pattern + "(?::00)?")  # a whole date and time, to the minute
 
 
 def _phrases(value: str) -> list[str]:
