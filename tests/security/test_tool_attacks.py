@@ -231,9 +231,20 @@ INTEGRITY = {
     "write-then-swallowed-limit": ("write", 'db.update("books", "BK-000001", {"copies": 99})\ntry:\n'
                                             '    while True:\n        pass\nexcept:\n    pass\nreturn {"ok": 1}'),
     "insert-then-error": ("write", 'db.insert("books", {"title": "T", "copies": 1})\nraise ToolError("x")'),
+    "replace-one": ("write", 'db.one = lambda *a: {}\nreturn {}'),
+    "edit-the-row-one-returned": ("read", 'row = db.one("books", {"book_id": "BK-000001"})\nrow["copies"] = 99\n'
+                                          'return {}'),
+    "edit-the-row-owned-returned": ("read", 'row = db.owned("books", "BK-000001", "copies", db.get("books", '
+                                            '"BK-000001")["copies"])\nrow["copies"] = 99\nreturn {}'),
+    "ensure-with-a-huge-message": ("read", 'db.ensure("books", {"book_id": "nope"}, ["x" * 10**6] * 10)\nreturn {}'),
     "dump-is-hidden": ("read", 'return {"rows": db.dump()}'),
     "next-key-is-hidden": ("read", 'return {"key": db.next_key("books")}'),
 }
+
+
+# the refusal is swallowed, or the tool edited only its own copy of a row: the call may end normally
+ENDS_NORMALLY = {"read-tool-write-swallowed", "read-tool-delete-swallowed", "edit-the-row-one-returned",
+                 "edit-the-row-owned-returned"}
 
 
 @pytest.mark.parametrize("runtime", RUNTIMES)
@@ -243,7 +254,7 @@ def test_tools_cannot_change_what_they_are_given(runtime, name, library, library
     outcome = attack(runtime, library, library_rows, probe_source(body, kind=kind))
     assert not outcome.state_changed, outcome.result
     assert outcome.digest_consistent
-    if name != "read-tool-write-swallowed" and name != "read-tool-delete-swallowed":
+    if name not in ENDS_NORMALLY:
         assert outcome.error_type in FAULTS | {"ToolError"}, outcome.result
 
 
