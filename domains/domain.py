@@ -135,7 +135,7 @@ def _name_problems(spec: DomainSpec) -> Iterator[tuple[tuple[Any, ...], str]]:
             yield ("tables", i, "name"), f"{table.name!r} is {RESERVED_NAMES[table.name]}: the export cannot use it"
         if table.name.startswith("sqlite_"):
             yield ("tables", i, "name"), "names starting with sqlite_ are reserved by SQLite"
-        # the exporter's class name for the table (pipeline/tau2.py, _camel): x_1 and x1 both give X1Record
+        # the exporter's class name for the table (pipeline/exporters/tau2.py, _camel): x_1 and x1 both give X1Record
         camel = "".join(part.capitalize() for part in table.name.split("_"))
         if classes.setdefault(camel, table.name) != table.name:
             yield ("tables", i, "name"), (f"tables {classes[camel]!r} and {table.name!r} would both be "

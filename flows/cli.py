@@ -33,7 +33,7 @@ from .terminal import showing_progress
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="Synthesize verifiable tool-use environments and tasks, quality-gated.")
 console = Console(stderr=True)
-SEED_RANGE = {"min": -2**63, "max": 2**63 - 1}  # the dataset stores a run's seed as an int64 (pipeline/hf.py)
+SEED_RANGE = {"min": -2**63, "max": 2**63 - 1}  # the dataset stores a run's seed as an int64 (pipeline/exporters/hf.py)
 LLM_HELP = {
     "base_url": "An OpenAI-compatible endpoint, e.g. http://localhost:8000/v1 (vllm serve); the API key comes "
                 "from TOOLSCALE_LLM_API_KEY or OPENAI_API_KEY.",

@@ -1,10 +1,10 @@
-"""The `publish` flow (a finished run folder → OUT/hf and OUT/tau2) and the `push` flow (OUT/hf → the Hub).
+"""The `publish` flow (a finished run folder → every exporter's folder: OUT/hf, OUT/tau2) and the `push`
+flow (those folders → a dataset repo on the Hub).
 
 `publish` reads only the run's files (OUT/<domain>/..., OUT/report.json), so it serves any finished
-run, one domain at a time, and writes each folder beside its final place before swapping it in: an
-interrupted publish leaves the previous one whole. What it was made from is keyed like a stage
+run (pipeline/publication.py does the work). What it was made from is keyed like a stage
 (`publication_key`), so a rerun whose domains did not change reuses it without starting Prefect.
-`push` uploads OUT/hf with huggingface_hub (create_repo + upload_folder) to HF_ENDPOINT (the public
+`push` uploads the folders with huggingface_hub (create_repo + upload_folder) to HF_ENDPOINT (the public
 Hub by default). The token is read from the environment
 or huggingface_hub's login inside the flow, never passed as a parameter, so Prefect never records it.
 """
@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import time
 from pathlib import Path
 from typing import Any
@@ -21,81 +20,33 @@ from typing import Any
 from prefect import flow, task
 from prefect.cache_policies import NO_CACHE
 
-from toolscale.pipeline.export import atomic_write
-from toolscale.pipeline.card import render_card, with_repo_id
 from toolscale.domains.splits import TEST_FRACTION
-from toolscale.pipeline.hf import write_dataset
-from toolscale.pipeline.rows import Run, read_run
-from toolscale.pipeline.publication import published_domains
+from toolscale.pipeline.card import with_repo_id
+from toolscale.pipeline.export import atomic_write
+from toolscale.pipeline.publication import build_publication, exporter_modules, exporter_names, exporters
+from toolscale.pipeline.rows import Run, read_run, stable_report
 from toolscale.pipeline.workers import cores
-from toolscale.quality.stats import dataset_stats
 
 from .digests import code_digest, files_digest, json_digest
 from .store import read_json
 
 DEFAULT_ENDPOINT = "https://huggingface.co"
-
-
-def _swap_in(tmp: Path, final: Path) -> None:
-    """Replace `final` by the finished `tmp` folder."""
-    if final.exists():
-        old = final.with_name(f".{final.name}.old")
-        shutil.rmtree(old, ignore_errors=True)
-        final.rename(old)
-        tmp.rename(final)
-        shutil.rmtree(old, ignore_errors=True)
-    else:
-        tmp.rename(final)
-
-
-def build_publication(run: Run, test_fraction: float = TEST_FRACTION,
-                      workers: int = 1) -> tuple[dict[str, Any], dict[str, Any]]:
-    """Write OUT/hf (the parquet of both configs, then the card with DuckDB statistics over it) and
-    OUT/tau2/<domain>/ for every finished domain, each domain loaded once (in `workers` processes).
-
-    Returns the dataset ({rows: {config: {split: n}}, fingerprint, per_domain, per_difficulty,
-    per_tool, splits}) and the summary ({tasks, domains, tau2: the packages' domain names})."""
-    hf_tmp, tau2_tmp = run.out / ".hf.tmp", run.out / ".tau2.tmp"
-    for tmp in (hf_tmp, tau2_tmp):
-        shutil.rmtree(tmp, ignore_errors=True)
-    counts, fingerprint = write_dataset(published_domains(run, tau2_tmp, test_fraction, workers), hf_tmp)
-    stats = dataset_stats(hf_tmp)
-    atomic_write(hf_tmp / "README.md", render_card(run, counts, stats, fingerprint))
-    atomic_write(hf_tmp / "report.json", json.dumps(stable_report(run.report), indent=1, sort_keys=True) + "\n")
-    _swap_in(hf_tmp, run.out / "hf")
-    _swap_in(tau2_tmp, run.out / "tau2")
-    dataset = {"rows": counts, "fingerprint": fingerprint, **stats}
-    return dataset, {"tasks": counts["tasks"], "domains": len(run.names), "tau2": list(run.names)}
-
-
 PUBLISHED = Path(".toolscale") / "published.json"
-_RUN_ONLY = ("timings_s", "stages", "dataset")  # report fields that differ between runs of the same data
-
-
-def stable_report(report: dict[str, Any]) -> dict[str, Any]:
-    """The run's report without what differs between runs of the same data (timings): the copy
-    published beside the data, and part of the publication's key."""
-    stable = {k: v for k, v in report.items() if k not in _RUN_ONLY}
-    stable["domains"] = {name: {k: v for k, v in entry.items() if k not in _RUN_ONLY}
-                         for name, entry in stable.get("domains", {}).items()}
-    return stable
 
 
 def publication_key(out: Path, test_fraction: float = TEST_FRACTION) -> str:
-    """What OUT/hf and OUT/tau2 are made from: every file of the finished domains, the report
+    """What the exporters' folders are made from: every file of the finished domains, the report
     without its timings (the card shows the funnel), the test fraction and the publishing code."""
     run = read_run(out)
     blob = {"report": stable_report(run.report), "test_fraction": test_fraction,
             "files": files_digest(out, [p for name in run.names for p in (out / name).rglob("*") if p.is_file()]),
-            "code": code_digest(build_publication, ["toolscale.pipeline.hf", "toolscale.pipeline.card",
-                                                     "toolscale.pipeline.publication", "toolscale.pipeline.tau2",
-                                                     "toolscale.quality.stats"])}
+            "code": code_digest(build_publication, exporter_modules())}
     return json_digest(blob)
 
 
 def _outputs_digest(out: Path) -> str:
-    """The digest of what OUT/hf and OUT/tau2 hold now (so a damaged folder is rebuilt, not reused)."""
-    return files_digest(out, [p for folder in ("hf", "tau2") for p in (out / folder).rglob("*")
+    """The digest of what the exporters' folders hold now (so a damaged folder is rebuilt, not reused)."""
+    return files_digest(out, [p for folder in exporter_names() for p in (out / folder).rglob("*")
                               if p.is_file() and "__pycache__" not in p.parts])
 
 
@@ -105,20 +56,21 @@ def reuse_publication(out: Path, test_fraction: float = TEST_FRACTION) -> dict[s
     out = Path(out)
     try:  # a marker that is missing, unreadable or not as mark_published writes it: publish again
         published = read_json(out / PUBLISHED)
-        summary, dataset = dict(published["summary"]), published["dataset"]
+        summary, fields = dict(published["summary"]), dict(published["report"])
         current = published["key"] == publication_key(out, test_fraction) and \
             published["outputs"] == _outputs_digest(out)
     except (OSError, ValueError, TypeError, KeyError):
         return None
     if not current:
         return None
-    _record(out, dataset, seconds=0.0)
+    _record(out, fields, seconds=0.0)
     return {**summary, "reused": True}
 
 
-def _record(out: Path, dataset: dict[str, Any], seconds: float) -> None:
+def _record(out: Path, fields: dict[str, Any], seconds: float) -> None:
+    """Put the exporters' fields (the dataset's statistics) and the publish time into report.json."""
     report = read_json(out / "report.json")
-    report["dataset"] = dataset
+    report |= fields
     report.setdefault("timings_s", {})["publish"] = seconds
     atomic_write(out / "report.json", json.dumps(report, indent=2) + "\n")
 
@@ -135,22 +87,23 @@ def publication_stage(run: Run, test_fraction: float) -> tuple[dict[str, Any], d
 
 @flow(name="publish")
 def publish(out: Path, test_fraction: float = TEST_FRACTION) -> dict[str, Any]:
-    """OUT/hf and OUT/tau2 from the finished run in `out`; the dataset's statistics go into
+    """Every exporter's folder from the finished run in `out`; the dataset's statistics go into
     report.json, and what the folders were made from into OUT/.toolscale/published.json."""
     start = time.perf_counter()
     out = Path(out)
     key = publication_key(out, test_fraction)
     run = read_stage(out)
-    dataset, summary = publication_stage(run, test_fraction)
-    _record(out, dataset, seconds=round(time.perf_counter() - start, 3))
-    mark_published(out, key, summary, dataset)
+    fields, summary = publication_stage(run, test_fraction)
+    _record(out, fields, seconds=round(time.perf_counter() - start, 3))
+    mark_published(out, key, summary, fields)
     return summary
 
 
-def mark_published(out: Path, key: str, summary: dict[str, Any], dataset: dict[str, Any]) -> None:
-    """Note what OUT/hf and OUT/tau2 were made from (`key`) and what they hold now."""
+def mark_published(out: Path, key: str, summary: dict[str, Any], fields: dict[str, Any]) -> None:
+    """Note what the exporters' folders were made from (`key`), what they hold now, and what
+    publishing said (the summary, the report's fields) for a rerun that reuses them."""
     atomic_write(out / PUBLISHED, json.dumps({"key": key, "outputs": _outputs_digest(out), "summary": summary,
-                                              "dataset": dataset}, indent=1) + "\n")
+                                              "report": fields}, indent=1) + "\n")
 
 
 def hub_endpoint() -> str:
@@ -165,11 +118,12 @@ def hub_token() -> str | None:
 
 
 def upload_plan(out: Path) -> list[tuple[str, Path, int]]:
-    """(path in the repo, local file, size in bytes) of every file `push` sends, sorted: the dataset
-    folder OUT/hf at the repo's root and the τ²-bench packages OUT/tau2 under tau2/ (hidden files and
-    caches left out)."""
+    """(path in the repo, local file, size in bytes) of every file `push` sends, sorted: each
+    exporter's folder where it says (the dataset folder OUT/hf at the repo's root, the τ²-bench
+    packages OUT/tau2 under tau2/), hidden files and caches left out."""
     plan = []
-    for folder, prefix in ((out / "hf", ""), (out / "tau2", "tau2/")):
+    for name, exporter in exporters().items():
+        folder, prefix = out / name, exporter.repo_folder and exporter.repo_folder + "/"
         for path in folder.rglob("*") if folder.is_dir() else ():
             parts = path.relative_to(folder).parts
             if path.is_file() and not any(p.startswith(".") or p == "__pycache__" for p in parts):
@@ -194,7 +148,7 @@ def upload_stage(out: Path, repo_id: str, private: bool) -> dict[str, str]:
 
 @flow(name="push")
 def push(out: Path, repo_id: str, private: bool = False) -> dict[str, str]:
-    """Create the dataset repo (if needed) and upload the run's dataset and τ² packages to it in one commit."""
+    """Create the dataset repo (if needed) and upload the exporters' folders to it in one commit."""
     return upload_stage(out, repo_id, private)
 
 

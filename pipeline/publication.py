@@ -1,51 +1,165 @@
-"""A finished run published one domain at a time: each domain is loaded once, in a worker process
-when there are several, which writes and checks its τ²-bench package and hands back its dataset
-rows for the parent to stream into the parquet files (pipeline/hf.py), in name order.
+"""A finished run published by every exporter, one domain at a time.
+
+An exporter is one module in pipeline/exporters/ that names its class `EXPORTER`; the module's name
+is its folder (OUT/hf, OUT/tau2). Each domain is loaded once, in a worker process when there are
+several, where every exporter makes its part of it (a τ²-bench package written and checked, the
+dataset rows); the parent hands the parts, in name order, to each exporter's collector, which
+writes what spans domains (the parquet files, the card). Every folder is written beside its final
+place and swapped in at the end: an interrupted publish leaves the previous one whole.
 """
 
 from __future__ import annotations
 
+import importlib
+import pkgutil
+import shutil
+from abc import ABC, abstractmethod
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future
+from contextlib import ExitStack
+from dataclasses import dataclass, field
 from itertools import islice
 from pathlib import Path
+from typing import Any
 
-from .rows import DatasetRows, Run, dataset_rows
-from .tau2 import vendored_runtime, verify_package, write_package
+from toolscale.domains.splits import TEST_FRACTION
+
+from . import exporters as _package
+from .rows import BuiltDomain, PublishError, Run
 from .workers import process_pool
 
+Part = Callable[[BuiltDomain, dict[str, str]], Any]  # (a domain, {task id: split}) -> the exporter's part of it
 
-def publish_domain(run: Run, name: str, tau2_dest: Path, test_fraction: float,
-                   runtime: dict[str, str] | None = None) -> DatasetRows:
-    """Load one finished domain, write its package under `tau2_dest` and check it (verify_package);
-    return its dataset rows."""
+
+@dataclass(frozen=True)
+class Exported:
+    """What a collector reports when its folder is complete."""
+
+    report: dict[str, Any] = field(default_factory=dict)  # fields for the run's report.json
+    summary: dict[str, Any] = field(default_factory=dict)  # fields for the publish flow's answer
+
+
+class Collector(ABC):
+    """One exporter's writer in the parent: takes each domain's part in name order."""
+
+    @abstractmethod
+    def add(self, part: Any) -> None: ...
+
+    @abstractmethod
+    def finish(self) -> Exported:
+        """Complete the folder, once every domain's part was added."""
+
+    def close(self) -> None:
+        """Release what the collector holds open; called after finish, and instead of it on failure."""
+
+
+class Exporter(ABC):
+    """One published format, written into OUT/<its module's name>/."""
+
+    repo_folder: str  # where `toolscale push` puts the folder in the dataset repo ("" is the repo's root)
+
+    @abstractmethod
+    def part(self, folder: Path) -> Part:
+        """What the publishing workers run once per domain, writing into `folder` if it writes. It is
+        pickled by name, so its function lives in a module that imports only what a worker needs."""
+
+    @abstractmethod
+    def collector(self, run: Run, folder: Path) -> Collector: ...
+
+
+def exporter_names() -> list[str]:
+    """The exporters' names (their modules in pipeline/exporters/), sorted, found without importing them."""
+    return sorted(m.name for m in pkgutil.iter_modules(_package.__path__))
+
+
+def exporter_modules() -> list[str]:
+    return [f"{_package.__name__}.{name}" for name in exporter_names()]
+
+
+def exporters() -> dict[str, Exporter]:
+    """{name: exporter} of every module in pipeline/exporters/, in name order."""
+    found = {}
+    for name, module in zip(exporter_names(), exporter_modules()):
+        cls = getattr(importlib.import_module(module), "EXPORTER", None)
+        if not (isinstance(cls, type) and issubclass(cls, Exporter)):
+            raise PublishError(f"{module}: an exporter module names its Exporter subclass EXPORTER")
+        found[name] = cls()
+    return found
+
+
+def parts_of_domain(run: Run, name: str, parts: list[Part], test_fraction: float) -> list[Any]:
     built = run.load(name)
     splits = run.splits(built, test_fraction)
-    verify_package(write_package(built, tau2_dest / name, splits, runtime), built)
-    return dataset_rows(built, splits)
+    return [part(built, splits) for part in parts]
 
 
-def published_domains(run: Run, tau2_dest: Path, test_fraction: float, workers: int = 1) -> Iterator[DatasetRows]:
-    """publish_domain for every finished domain of `run`, yielding their rows in name order; in
-    `workers` worker processes, at most one domain ahead of them (memory holds a few domains' rows)."""
-    runtime = vendored_runtime()  # the same for every package: read and trimmed once
+def domain_parts(run: Run, parts: list[Part], test_fraction: float = TEST_FRACTION,
+                 workers: int = 1) -> Iterator[list[Any]]:
+    """Every finished domain's parts (one per function in `parts`), in name order; in `workers`
+    worker processes, at most one domain ahead of them (memory holds a few domains' parts)."""
     if workers <= 1 or len(run.names) == 1:
         for name in run.names:
-            yield publish_domain(run, name, tau2_dest, test_fraction, runtime)
+            yield parts_of_domain(run, name, parts, test_fraction)
         return
     pool = process_pool(min(workers, len(run.names)))
 
-    def submit(name: str) -> Future[DatasetRows]:
-        return pool.submit(publish_domain, run, name, tau2_dest, test_fraction, runtime)
+    def submit(name: str) -> Future[list[Any]]:
+        return pool.submit(parts_of_domain, run, name, parts, test_fraction)
 
     names = iter(run.names)
     try:
         pending = deque(submit(name) for name in islice(names, workers + 1))
         while pending:
-            rows = pending.popleft().result()
+            done = pending.popleft().result()
             if (name := next(names, None)) is not None:
                 pending.append(submit(name))
-            yield rows
+            yield done
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _swap_in(tmp: Path, final: Path) -> None:
+    """Replace `final` by the finished `tmp` folder."""
+    if final.exists():
+        old = final.with_name(f".{final.name}.old")
+        shutil.rmtree(old, ignore_errors=True)
+        final.rename(old)
+        tmp.rename(final)
+        shutil.rmtree(old, ignore_errors=True)
+    else:
+        tmp.rename(final)
+
+
+def build_publication(run: Run, test_fraction: float = TEST_FRACTION,
+                      workers: int = 1) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Write OUT/<name>/ of every exporter for every finished domain, each domain loaded once.
+
+    Returns the fields the exporters add to report.json (the dataset's: {rows: {config: {split: n}},
+    fingerprint, per_domain, per_difficulty, per_tool, splits}) and the summary ({domains, and each
+    exporter's: tasks, tau2})."""
+    chosen = exporters()
+    folders = {name: run.out / f".{name}.tmp" for name in chosen}
+    for tmp in folders.values():
+        shutil.rmtree(tmp, ignore_errors=True)
+    with ExitStack() as stack:
+        collectors = []
+        for name, exporter in chosen.items():
+            collectors.append(collector := exporter.collector(run, folders[name]))
+            stack.callback(collector.close)
+        for parts in domain_parts(run, [e.part(folders[name]) for name, e in chosen.items()], test_fraction, workers):
+            for collector, part in zip(collectors, parts):
+                collector.add(part)
+        results = [collector.finish() for collector in collectors]
+    for name, tmp in folders.items():
+        _swap_in(tmp, run.out / name)
+    report: dict[str, Any] = {}
+    summary: dict[str, Any] = {"domains": len(run.names)}
+    for result in results:
+        report |= result.report
+        summary |= result.summary
+    return report, summary
+
+
+__all__ = ["Collector", "Exported", "Exporter", "Part", "build_publication", "domain_parts", "exporter_modules",
+           "exporter_names", "exporters"]

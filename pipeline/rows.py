@@ -1,5 +1,5 @@
 """A finished `toolscale generate` folder read back one domain at a time, and the rows the
-published dataset is made of (OUT/hf's two configs, pipeline/hf.py).
+published dataset is made of (OUT/hf's two configs, pipeline/exporters/hf.py).
 
 `tasks`: one row per accepted task, every τ²-bench field and our meta, lossless
 (`task_from_row(task_row(t)) == t`): action arguments and tool outputs are JSON strings, not a
@@ -80,6 +80,18 @@ def read_run(out: Path) -> Run:
     if not names:
         raise PublishError(f"{out}: no finished domain (no <domain>/tasks.jsonl)")
     return Run(out, report, names)
+
+
+_RUN_ONLY = ("timings_s", "stages", "dataset")  # report fields that differ between runs of the same data
+
+
+def stable_report(report: dict[str, Any]) -> dict[str, Any]:
+    """The run's report without what differs between runs of the same data (timings): the copy
+    published beside the data, and part of the publication's key."""
+    stable = {k: v for k, v in report.items() if k not in _RUN_ONLY}
+    stable["domains"] = {name: {k: v for k, v in entry.items() if k not in _RUN_ONLY}
+                         for name, entry in stable.get("domains", {}).items()}
+    return stable
 
 
 def _json(value: Any) -> str | None:
@@ -178,4 +190,4 @@ def dataset_rows(built: BuiltDomain, splits: dict[str, str]) -> DatasetRows:
 
 
 __all__ = ["BuiltDomain", "DatasetRows", "PublishError", "Run", "dataset_rows", "domain_row", "environment_from_row",
-           "read_run", "replay_row", "task_from_row", "task_row"]
+           "read_run", "replay_row", "stable_report", "task_from_row", "task_row"]

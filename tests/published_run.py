@@ -13,7 +13,7 @@ import tempfile
 from pathlib import Path
 
 from toolscale.domains import Environment, available_domains
-from toolscale.flows.publish import build_publication
+from toolscale.pipeline.publication import build_publication
 from toolscale.pipeline.export import atomic_write, write_domain_files, write_jsonl
 from toolscale.pipeline.rows import read_run
 from toolscale.pipeline.synthesizer import OfflineSynthesizer

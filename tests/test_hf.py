@@ -17,10 +17,10 @@ import yaml
 
 from published_run import published_run
 from toolscale.domains import Task
-from toolscale.flows.publish import build_publication
-from toolscale.pipeline import hf
+from toolscale.pipeline.publication import build_publication
+from toolscale.pipeline.exporters import hf
 from toolscale.domains.splits import SPLITS, assign_splits
-from toolscale.pipeline.hf import TASK_FEATURES, data_file
+from toolscale.pipeline.exporters.hf import TASK_FEATURES, data_file
 from toolscale.pipeline.rows import dataset_rows, environment_from_row, read_run, replay_row, task_from_row, task_row
 from toolscale.quality.stats import dataset_stats
 from toolscale.trainer.config import DataConfig
@@ -149,7 +149,10 @@ def test_publishing_again_writes_the_same_bytes(out):
 def test_parquet_is_written_a_row_group_at_a_time_and_reads_back_whole(out, tmp_path, monkeypatch):
     monkeypatch.setattr(hf, "ROW_GROUP", 40)
     run = read_run(out)
-    counts, _ = hf.write_dataset((dataset_rows(built, run.splits(built)) for built in run.each()), tmp_path)
+    collector = hf.EXPORTER().collector(run, tmp_path)
+    for built in run.each():
+        collector.add(dataset_rows(built, run.splits(built)))
+    counts = collector.finish().report["dataset"]["rows"]
     tasks = accepted(out)
     splits = assign_splits({name: [t.id for t in tasks if t.domain == name] for name in DOMAINS}, run.seed)
     for split in SPLITS:

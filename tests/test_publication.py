@@ -1,16 +1,20 @@
-"""A publication is keyed like a stage: reused when nothing it is made from changed, rebuilt otherwise."""
+"""A publication is keyed like a stage: reused when nothing it is made from changed, rebuilt otherwise.
+An exporter is one module: dropped into pipeline/exporters/, it is published, keyed and pushed."""
 
 from __future__ import annotations
 
 import json
 import shutil
+import sys
 from pathlib import Path
 
 import pytest
 
 from published_run import published_run
-from toolscale.flows.publish import build_publication, mark_published, publication_key, reuse_publication
-from toolscale.pipeline.rows import read_run
+from toolscale.flows.publish import mark_published, publication_key, reuse_publication, upload_plan
+from toolscale.pipeline import exporters
+from toolscale.pipeline.publication import build_publication, exporter_names
+from toolscale.pipeline.rows import PublishError, read_run
 
 DOMAINS = ("railway", "school")
 
@@ -20,8 +24,8 @@ def out(tmp_path) -> Path:
     """A private copy of a published run, marked as the publish flow marks it."""
     copy = tmp_path / "out"
     shutil.copytree(published_run(DOMAINS), copy)
-    dataset, summary = build_publication(read_run(copy))
-    mark_published(copy, publication_key(copy), summary, dataset)
+    fields, summary = build_publication(read_run(copy))
+    mark_published(copy, publication_key(copy), summary, fields)
     return copy
 
 
@@ -67,3 +71,71 @@ def test_a_funnel_change_in_the_report_makes_the_publication_stale(out):
 def test_no_marker_means_no_reuse(out):
     (out / ".toolscale" / "published.json").unlink()
     assert reuse_publication(out) is None
+
+
+TASK_IDS = '''"""A third format: each domain's task ids and splits, one text file per domain."""
+import functools
+
+from toolscale.pipeline.export import atomic_write
+from toolscale.pipeline.publication import Collector, Exported, Exporter
+
+
+def ids(built, splits, *, folder):
+    atomic_write(folder / f"{built.domain.name}.txt", "".join(f"{t.id} {splits[t.id]}\\n" for t in built.tasks))
+    return len(built.tasks)
+
+
+class Total(Collector):
+    def __init__(self):
+        self.tasks = 0
+
+    def add(self, part):
+        self.tasks += part
+
+    def finish(self):
+        return Exported(report={"task_ids": self.tasks}, summary={"ids": self.tasks})
+
+
+class TaskIds(Exporter):
+    repo_folder = "extra/ids"
+
+    def part(self, folder):
+        return functools.partial(ids, folder=folder)
+
+    def collector(self, run, folder):
+        return Total()
+
+
+EXPORTER = TaskIds
+'''
+
+
+@pytest.fixture()
+def more_exporters(tmp_path, monkeypatch):
+    """A folder searched for exporter modules after pipeline/exporters/ (for this test only)."""
+    folder = tmp_path / "exporters"
+    folder.mkdir()
+    monkeypatch.setattr(exporters, "__path__", [*exporters.__path__, str(folder)])
+    yield folder
+    for name in [m for m in sys.modules if m.startswith(exporters.__name__ + ".task_ids")]:
+        del sys.modules[name]
+
+
+def test_an_exporter_is_one_module_published_keyed_and_pushed(out, more_exporters):
+    key = publication_key(out)
+    (more_exporters / "task_ids.py").write_text(TASK_IDS)
+    assert exporter_names() == ["hf", "task_ids", "tau2"]
+    assert publication_key(out) != key  # its code is part of what the publication is made from
+    fields, summary = build_publication(read_run(out))
+    tasks = sum(1 for name in DOMAINS for _ in (out / name / "tasks.jsonl").open())
+    assert summary["ids"] == fields["task_ids"] == tasks and summary["tasks"]["train"] + summary["tasks"]["test"] == tasks
+    lines = (out / "task_ids" / f"{DOMAINS[0]}.txt").read_text().splitlines()
+    assert lines and all(line.startswith(f"{DOMAINS[0]}.") and line.split()[1] in ("train", "test") for line in lines)
+    plan = [name for name, _, _ in upload_plan(out)]
+    assert f"extra/ids/{DOMAINS[0]}.txt" in plan and "README.md" in plan and f"tau2/{DOMAINS[0]}/tasks.json" in plan
+
+
+def test_an_exporter_module_without_its_exporter_is_refused_by_name(out, more_exporters):
+    (more_exporters / "task_ids.py").write_text('"""Forgot to name its class."""\nEXPORTERS = []\n')
+    with pytest.raises(PublishError, match="task_ids: an exporter module names its Exporter subclass EXPORTER"):
+        build_publication(read_run(out))

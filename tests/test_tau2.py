@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import inspect
 import json
+import pickle
 import subprocess
 import sys
 from pathlib import Path
@@ -15,8 +16,8 @@ from published_run import published_run
 from tau2_replay import compare_runtimes
 from toolscale.domains import Environment, Task, dictdb, load_domain
 from toolscale.pipeline.rows import PublishError, read_run
-from toolscale.pipeline.publication import published_domains
-from toolscale.pipeline.tau2 import _without_sql, import_package, verify_package, write_package
+from toolscale.pipeline.publication import parts_of_domain, domain_parts, exporters
+from toolscale.pipeline.exporters.tau2 import _without_sql, import_package, verify_package, write_package
 
 DOMAINS = ("railway", "school")
 RUNTIME_DIR = Path(dictdb.__file__).parent
@@ -151,12 +152,18 @@ def test_publishing_refuses_a_package_that_answers_differently(out, tmp_path):
         verify_package(folder, built)
 
 
+def parts(folder: Path) -> list:
+    """Every exporter's per-domain part, writing into `folder`."""
+    return [exporter.part(folder) for exporter in exporters().values()]
+
+
 def test_domains_published_side_by_side_in_worker_processes_are_the_ones_published_in_turn(out, tmp_path):
     run = read_run(out)
-    in_turn = list(published_domains(run, tmp_path / "in_turn", 0.1, workers=1))
-    side_by_side = list(published_domains(run, tmp_path / "side_by_side", 0.1, workers=2))
-    assert side_by_side == in_turn  # the dataset rows, in name order
-    assert [domain["domain"] for _, domain in in_turn] == sorted(DOMAINS)
+    in_turn = list(domain_parts(run, parts(tmp_path / "in_turn"), 0.1, workers=1))
+    side_by_side = list(domain_parts(run, parts(tmp_path / "side_by_side"), 0.1, workers=2))
+    assert side_by_side == in_turn  # each exporter's part (the dataset rows, the package's name), in name order
+    assert [names for _, names in in_turn] == sorted(DOMAINS)
+    assert [domain["domain"] for (_, domain), _ in in_turn] == sorted(DOMAINS)
     assert sorted(p.name for p in (tmp_path / "side_by_side").iterdir()) == sorted(DOMAINS)
     files = sorted(p.relative_to(tmp_path / "in_turn") for p in (tmp_path / "in_turn").rglob("*")
                    if p.is_file() and "__pycache__" not in p.parts)
@@ -181,16 +188,16 @@ def test_a_package_a_worker_process_refuses_fails_the_publication(out, tmp_path)
     first["meta"]["final_state_hash"] = "0" * 64
     tasks.write_text("\n".join([json.dumps(first), *lines[1:]]) + "\n")
     with pytest.raises(PublishError, match=f"tau2/{DOMAINS[1]}: task .* ends in another state"):
-        list(published_domains(read_run(broken), tmp_path / "packages", 0.1, workers=2))
+        list(domain_parts(read_run(broken), parts(tmp_path / "packages"), 0.1, workers=2))
 
 
 def test_a_publishing_worker_imports_neither_datasets_nor_pyarrow(out, tmp_path):
     """Workers build rows and packages; the parquet files are the parent's (`datasets` and pyarrow
-    cost a worker ~0.9 s to import)."""
-    script = ("import sys; from pathlib import Path; from toolscale.pipeline.publication import publish_domain; "
-              "from toolscale.pipeline.rows import read_run; "
-              f"publish_domain(read_run(Path({str(out)!r})), {DOMAINS[0]!r}, Path({str(tmp_path)!r}), 0.1); "
-              "print(sorted(m for m in ('datasets', 'pyarrow') if m in sys.modules))")
+    cost a worker ~0.9 s to import). The worker gets its call pickled, as the pool sends it."""
+    call = tmp_path / "call.pickle"
+    call.write_bytes(pickle.dumps((parts_of_domain, (read_run(out), DOMAINS[0], parts(tmp_path), 0.1))))
+    script = (f"import pickle, sys; function, args = pickle.loads(open({str(call)!r}, 'rb').read()); "
+              "print(function(*args)[1]); print(sorted(m for m in ('datasets', 'pyarrow') if m in sys.modules))")
     proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr[-2000:]
-    assert proc.stdout.strip().splitlines()[-1] == "[]"
+    assert proc.stdout.strip().splitlines()[-2:] == [DOMAINS[0], "[]"]

@@ -20,7 +20,7 @@ import pytest
 from recording_hub import start_recording_hub
 from tau2_replay import compare_runtimes
 from toolscale.domains import available_domains
-from toolscale.pipeline.hf import data_file
+from toolscale.pipeline.exporters.hf import data_file
 from toolscale.pipeline.rows import environment_from_row, replay_row
 
 

@@ -117,7 +117,7 @@ def tree(tmp_path_factory) -> dict:
 
 
 def test_without_tau2_a_package_warns_that_it_runs_on_stand_ins(tree):
-    from toolscale.pipeline.tau2 import import_package
+    from toolscale.pipeline.exporters.tau2 import import_package
 
     with pytest.warns(UserWarning, match="bank package runs on its stand-ins for τ²-bench"):
         package = import_package(tree["packages"] / "bank")

@@ -17,7 +17,7 @@ from toolscale.domains.domain import DomainError, parse_spec
 from toolscale.domains.sql import create_schema
 from toolscale.pipeline.rows import BuiltDomain
 from toolscale.pipeline.populate import populate
-from toolscale.pipeline.tau2 import import_package, write_package
+from toolscale.pipeline.exporters.tau2 import import_package, write_package
 
 MEMBER_STATUS = "      - {name: status, type: string, enum: [active, blocked], gen: {choice: [active, blocked], " \
                 "weights: [0.8, 0.2]}}\n"

@@ -19,7 +19,8 @@ import pytest
 from toolscale.flows import progress
 from toolscale.flows.generate import RunConfig, domain_entry, domain_work, finish_run, run_generation, run_stage
 from toolscale.flows.generate import stages_to_run
-from toolscale.flows.publish import build_publication, mark_published, publication_key, reuse_publication
+from toolscale.flows.publish import mark_published, publication_key, reuse_publication
+from toolscale.pipeline.publication import build_publication
 from toolscale.pipeline.rows import read_run
 
 DOMAINS = ["weather", "railway"]
@@ -44,8 +45,8 @@ def publish(out: Path) -> dict:
     """What the CLI does after a run: reuse the publication if it is current, else publish again."""
     summary = reuse_publication(out)
     if summary is None:
-        dataset, summary = build_publication(read_run(out))
-        mark_published(out, publication_key(out), summary, dataset)
+        fields, summary = build_publication(read_run(out))
+        mark_published(out, publication_key(out), summary, fields)
     return summary
 
 
@@ -126,9 +127,9 @@ def drop(field: str):
     return lambda marker: {k: v for k, v in marker.items() if k != field}
 
 
-@pytest.mark.parametrize("edit", [lambda marker: [], drop("summary"), drop("dataset")],
+@pytest.mark.parametrize("edit", [lambda marker: [], drop("summary"), drop("report")],
                          ids=["published-marker-not-an-object", "published-marker-without-summary",
-                              "published-marker-without-dataset"])
+                              "published-marker-without-report-fields"])
 def test_a_damaged_publication_marker_publishes_again(published, run, edit):
     """OUT/.toolscale/published.json edited by hand: a traceback on 36e9cf1, now a publication."""
     marker = run.out / ".toolscale" / "published.json"

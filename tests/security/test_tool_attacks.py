@@ -552,7 +552,7 @@ def test_tool_names_the_generated_package_uses_are_refused(name, library, librar
 
 
 def test_a_literal_list_default_passes_the_package_check():
-    from toolscale.pipeline.tau2 import check_tools_module
+    from toolscale.pipeline.exporters.tau2 import check_tools_module
 
     check_tools_module("def t(self, tags: list[str] = ['a'], n: int | None = None) -> dict:\n    pass\n", "tools.py")
 

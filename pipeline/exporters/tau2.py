@@ -1,4 +1,5 @@
-"""τ²-bench domain packages (`OUT/tau2/<domain>/`), self-contained.
+"""τ²-bench domain packages (`OUT/tau2/<domain>/`), self-contained, each written and checked in a
+publishing worker.
 
 A package is laid out as τ²-bench's own domains are (data model, tools, environment entry points,
 db.json, policy.md, tasks.json, split_tasks.json with a `base` split), in one folder. Its tool
@@ -12,6 +13,7 @@ classes, without it small stand-ins with the same interface (see its compat.py).
 from __future__ import annotations
 
 import ast
+import functools
 import importlib.util
 import itertools
 import json
@@ -26,9 +28,10 @@ from string import Template
 from toolscale.domains import dictdb
 from toolscale.domains.sandbox import parse_python
 
-from .export import atomic_write
-from .rows import BuiltDomain, PublishError
-from .tau2_templates import TEMPLATES
+from ..export import atomic_write
+from ..publication import Collector, Exported, Exporter, Part
+from ..rows import BuiltDomain, PublishError, Run
+from ..tau2_templates import TEMPLATES
 
 RUNTIME_ROOT = "dictdb"
 ALLOWED_IMPORTS = {"__future__", "ast", "builtins", "collections", "ctypes", "datetime", "hashlib", "json", "keyword",
@@ -292,6 +295,42 @@ def verify_package(folder: Path, built: BuiltDomain, sample: int = 25) -> None:
             del sys.modules[loaded]
 
 
-__all__ = ["data_model_source", "database_json", "import_package", "tools_source", "vendored_runtime",
-           "verify_package", "write_package"]
+def checked_package(built: BuiltDomain, splits: dict[str, str], *, folder: Path, runtime: dict[str, str]) -> str:
+    """Write one domain's package into folder/<domain> and check it (verify_package); its name."""
+    verify_package(write_package(built, folder / built.domain.name, splits, runtime), built)
+    return built.domain.name
+
+
+class PackageNames(Collector):
+    """The packages are whole once written: the collector only counts them."""
+
+    def __init__(self) -> None:
+        self.names: list[str] = []
+
+    def add(self, part: str) -> None:
+        self.names.append(part)
+
+    def finish(self) -> Exported:
+        return Exported(summary={"tau2": self.names})
+
+
+class Tau2Packages(Exporter):
+    """One τ²-bench package per domain, pushed under tau2/ in the dataset repo."""
+
+    repo_folder = "tau2"
+
+    def __init__(self) -> None:
+        self.runtime = vendored_runtime()  # the same for every package: read and trimmed once
+
+    def part(self, folder: Path) -> Part:
+        return functools.partial(checked_package, folder=folder, runtime=self.runtime)
+
+    def collector(self, run: Run, folder: Path) -> PackageNames:
+        return PackageNames()
+
+
+EXPORTER = Tau2Packages
+
+__all__ = ["EXPORTER", "Tau2Packages", "checked_package", "data_model_source", "database_json", "import_package",
+           "tools_source", "vendored_runtime", "verify_package", "write_package"]
 

@@ -1,13 +1,13 @@
 """The Hugging Face dataset repo folder (`OUT/hf/`), in `datasets`' parquet layout: the two configs'
-files (their rows are made in pipeline/rows.py), typed with `datasets` Features, and how to find
-them. Tasks are split train/test per domain with a seeded shuffle: the same run and seed give
-byte-identical files.
+files (their rows are made in pipeline/rows.py, in the publishing workers), typed with `datasets`
+Features, how to find them, and the card with DuckDB statistics over them. Tasks are split
+train/test per domain with a seeded shuffle: the same run and seed give byte-identical files.
 """
 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable
+import json
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +17,12 @@ from datasets import Features, List, Value
 
 from toolscale.domains.splits import SPLITS
 
-from .rows import DatasetRows, PublishError
+from toolscale.quality.stats import dataset_stats
+
+from ..card import render_card
+from ..export import atomic_write
+from ..publication import Collector, Exported, Exporter, Part
+from ..rows import DatasetRows, PublishError, Run, dataset_rows, stable_report
 
 _TEXT = Value("string")
 TASK_FEATURES = Features({
@@ -85,6 +90,7 @@ class _ParquetStream:
         self.writer = pq.ParquetWriter(str(path), self.schema)
         self.pending: list[dict[str, Any]] = []
         self.rows = 0
+        self.closed = False
 
     def add(self, row: dict[str, Any]) -> None:
         self.pending.append(row)
@@ -97,37 +103,66 @@ class _ParquetStream:
             self.rows += len(self.pending)
             self.pending = []
 
-    def close(self) -> int:
+    def finish(self) -> int:
         self._flush()
-        self.writer.close()
+        self.close()
         return self.rows
 
-
-def write_dataset(domains: Iterable[DatasetRows], folder: Path) -> tuple[dict[str, dict[str, int]], str]:
-    """Write data/tasks/{train,test}-*.parquet and data/domains/train-*.parquet into `folder` (a
-    fresh folder the caller swaps in) from the rows of each domain in turn (dataset_rows), streaming:
-    memory holds a row group, not the dataset. The files are named with the run's fingerprint.
-
-    Returns the row count per config and split, and the fingerprint. The card (README.md) is
-    written by the caller.
-    """
-    unsigned = {(config, split): folder / data_path(config, split, "unsigned")
-                for config, split in [*(("tasks", s) for s in SPLITS), ("domains", "train")]}
-    streams = {split: _ParquetStream(unsigned["tasks", split], TASK_FEATURES) for split in SPLITS}
-    domain_stream = _ParquetStream(unsigned["domains", "train"], DOMAIN_FEATURES)
-    try:
-        for tasks, domain in domains:
-            for split, rows in tasks.items():
-                for row in rows:
-                    streams[split].add(row)
-            domain_stream.add(domain)
-    finally:
-        counts = {split: stream.close() for split, stream in streams.items()}
-        domain_count = domain_stream.close()
-    fingerprint = _fingerprint(list(unsigned.values()))
-    for (config, split), path in unsigned.items():
-        path.rename(folder / data_path(config, split, fingerprint))
-    return {"tasks": counts, "domains": {"train": domain_count}}, fingerprint
+    def close(self) -> None:
+        if not self.closed:
+            self.closed = True
+            self.writer.close()
 
 
-__all__ = ["DOMAIN_FEATURES", "TASK_FEATURES", "data_file", "data_path", "write_dataset"]
+class DatasetFolder(Collector):
+    """Streams each domain's rows (dataset_rows) into data/tasks/{train,test}-*.parquet and
+    data/domains/train-*.parquet: memory holds a row group, not the dataset. Finished, the files
+    are named with the run's fingerprint, and the card and the run's stable report go beside them."""
+
+    def __init__(self, run: Run, folder: Path) -> None:
+        self.run, self.folder = run, folder
+        self.unsigned = {(config, split): folder / data_path(config, split, "unsigned")
+                         for config, split in [*(("tasks", s) for s in SPLITS), ("domains", "train")]}
+        self.streams = {key: _ParquetStream(path, TASK_FEATURES if key[0] == "tasks" else DOMAIN_FEATURES)
+                        for key, path in self.unsigned.items()}
+
+    def add(self, part: DatasetRows) -> None:
+        tasks, domain = part
+        for split, rows in tasks.items():
+            for row in rows:
+                self.streams["tasks", split].add(row)
+        self.streams["domains", "train"].add(domain)
+
+    def finish(self) -> Exported:
+        rows = {key: stream.finish() for key, stream in self.streams.items()}
+        counts = {"tasks": {split: rows["tasks", split] for split in SPLITS}, "domains": {"train": rows["domains", "train"]}}
+        fingerprint = _fingerprint(list(self.unsigned.values()))
+        for (config, split), path in self.unsigned.items():
+            path.rename(self.folder / data_path(config, split, fingerprint))
+        stats = dataset_stats(self.folder)
+        atomic_write(self.folder / "README.md", render_card(self.run, counts, stats, fingerprint))
+        atomic_write(self.folder / "report.json",
+                     json.dumps(stable_report(self.run.report), indent=1, sort_keys=True) + "\n")
+        return Exported(report={"dataset": {"rows": counts, "fingerprint": fingerprint, **stats}},
+                        summary={"tasks": counts["tasks"]})
+
+    def close(self) -> None:
+        for stream in self.streams.values():
+            stream.close()
+
+
+class HFDataset(Exporter):
+    """The dataset repo folder, pushed at the repo's root."""
+
+    repo_folder = ""
+
+    def part(self, folder: Path) -> Part:
+        return dataset_rows  # the parent writes the rows: a worker need not import pyarrow or datasets
+
+    def collector(self, run: Run, folder: Path) -> DatasetFolder:
+        return DatasetFolder(run, folder)
+
+
+EXPORTER = HFDataset
+
+__all__ = ["DOMAIN_FEATURES", "EXPORTER", "TASK_FEATURES", "DatasetFolder", "HFDataset", "data_file", "data_path"]
