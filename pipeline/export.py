@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -20,9 +21,11 @@ from toolscale.domains import Domain, Environment
 
 @contextmanager
 def atomic_file(path: Path) -> Iterator[BinaryIO]:
-    """A binary file handle whose content appears at `path` only when the block returns."""
+    """A binary file handle whose content appears at `path` only when the block returns. Writers
+    racing for one path (threads, processes sharing a cache) each write their own file; the last
+    rename wins whole."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
     try:
         with open(tmp, "wb") as fh:
             yield fh

@@ -12,11 +12,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
+
+from ..export import atomic_write
 
 
 class CachedAnswer(BaseModel):
@@ -53,11 +54,7 @@ class ResponseCache:
             return None
 
     def put(self, key: str, answer: CachedAnswer) -> None:
-        path = self._path(key)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.{id(answer)}.tmp")
-        tmp.write_text(answer.model_dump_json(), encoding="utf-8")
-        os.replace(tmp, path)
+        atomic_write(self._path(key), answer.model_dump_json())
 
     def __len__(self) -> int:
         return sum(1 for _ in self.root.glob("*/*.json")) if self.root.exists() else 0
