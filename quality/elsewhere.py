@@ -6,7 +6,9 @@ differently in the next one, which is where τ²-bench and the trainer replay it
 compares against a replay in a child interpreter, left to work while the in-process gates run.
 
 A child serves one gate run at a time and is kept for the next one: its start-up (imports, ~1 s of
-CPU) was most of a domain's cost when every gate run started its own. It ends when its parent's
+CPU) was most of a domain's cost when every gate run started its own. Its replies are read as the
+gate asks for them, so it replays ahead while the gate works (read all at the first ask, the
+child stopped at a full pipe and the gate then waited for the whole replay: ~1 s per domain). It ends when its parent's
 end closes its stdin, or is killed when it fails or runs past the time limit.
 
     python -m toolscale.quality.elsewhere   (the child: reads a request file's path per line, writes a
@@ -36,6 +38,10 @@ def other_hash_seed() -> str:
     return "1" if os.environ.get("PYTHONHASHSEED") == "0" else "0"
 
 
+class ReplayFailed(Exception):
+    """The child gave no replay: it failed, died or ran past its time (it is then killed)."""
+
+
 class _Child:
     """A child interpreter replaying one request at a time."""
 
@@ -45,49 +51,51 @@ class _Child:
             [sys.executable, "-m", "toolscale.quality.elsewhere"], stdin=subprocess.PIPE,
             stdout=subprocess.PIPE, stderr=self._stderr, text=True, encoding="utf-8",
             env={**os.environ, "PYTHONHASHSEED": other_hash_seed()})
+        self._timer: threading.Timer | None = None
+        self._overdue = threading.Event()
+        self._timeout = 0.0
 
-    def send(self, request: Path) -> bool:
+    def send(self, request: Path, timeout: float = TIMEOUT_S) -> bool:
+        """Ask for the replays of `request`, to be read with next_replay() within `timeout` seconds."""
         try:
             assert self.process.stdin is not None
             self.process.stdin.write(f"{request}\n")
             self.process.stdin.flush()
-            return True
         except OSError:  # it died while idle
             self.kill()
             return False
+        self._timeout, self._overdue = timeout, threading.Event()
+        self._timer = threading.Timer(timeout, self._stop)
+        self._timer.daemon = True
+        self._timer.start()
+        return True
 
-    def receive(self, timeout: float) -> list[Any] | str:
-        """The replays of the request sent (a line per task, read as they come), or why there are
-        none (the child is then killed)."""
-        stdout = self.process.stdout
-        assert stdout is not None
-        overdue = threading.Event()
+    def _stop(self) -> None:  # a child past its time is killed, which ends its output
+        self._overdue.set()
+        self.process.kill()
 
-        def stop() -> None:  # a child past its time is killed, which ends its output
-            overdue.set()
-            self.process.kill()
-
-        timer = threading.Timer(timeout, stop)
-        timer.start()
-        results: list[Any] = []
-        reply: dict[str, Any] = {}
+    def next_replay(self) -> list[Any] | None:
+        """The next task's replay of the request sent, as the child writes it (it works ahead while
+        the parent gates the tasks before), or None once it said it is done. ReplayFailed if it
+        failed, died or ran past its time."""
+        assert self.process.stdout is not None
+        line = self.process.stdout.readline()
+        if line.startswith("["):
+            return json.loads(line)
+        if self._timer is not None:
+            self._timer.cancel()
         try:
-            for line in stdout:
-                if line.startswith("["):
-                    results.append(json.loads(line))
-                else:
-                    reply = json.loads(line)
-                    break
-        finally:
-            timer.cancel()
+            reply = json.loads(line) if line.strip() else {}
+        except ValueError:
+            reply = {}
         if reply.get("done"):
-            return results
-        if overdue.is_set():
+            return None
+        if self._overdue.is_set():
             self.kill()
-            return f"the replay in a second interpreter ran past {timeout:.0f} s"
+            raise ReplayFailed(f"the replay in a second interpreter ran past {self._timeout:.0f} s")
         error = reply.get("error") or self._last_words()
         self.kill()
-        return f"the replay in a second interpreter failed: {error}"[:300]
+        raise ReplayFailed(f"the replay in a second interpreter failed: {error}"[:300])
 
     def _last_words(self) -> str:
         """The last line it wrote to stderr before it ended."""
@@ -96,6 +104,8 @@ class _Child:
         return (self._stderr.read().strip().splitlines() or ["no message"])[-1]
 
     def kill(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
         if self.process.poll() is None:
             self.process.kill()
         self.process.wait()
@@ -148,7 +158,9 @@ _children = _Children()
 
 class OtherInterpreter:
     """The gold replays of `tasks` in a child interpreter: `result(task)` is (outputs, final state
-    hash), or a reason the child gave none."""
+    hash), or a reason the child gave none. The child replays in task order while the caller gates
+    the tasks: a result is read when it is asked for, so the caller waits only for a child that
+    fell behind. `finish()` reads what was not asked for and hands the child to the next run."""
 
     def __init__(self, env: Environment, tasks: list[Task]) -> None:
         self._index = {id(task): i for i, task in enumerate(tasks)}
@@ -164,24 +176,57 @@ class OtherInterpreter:
         if not self._child.send(folder / "request.json"):
             self._child = _Child()
             self._child.send(folder / "request.json")
-        self._results: list[Any] | str | None = None
+        self._results: list[Any] = []
+        self._failure: str | None = None
+        self._done = False
+        if not tasks:
+            self._read_end()
 
     def result(self, task: Task) -> tuple[list[Any], str] | str:
-        if self._results is None:
-            self._results = self._collect()
-        if isinstance(self._results, str):
-            return self._results
-        outputs, state = self._results[self._index[id(task)]]
+        index = self._index[id(task)]
+        while len(self._results) <= index and self._failure is None:
+            self._read()
+        if self._failure is not None:
+            return self._failure
+        outputs, state = self._results[index]
         return outputs, state
 
-    def _collect(self) -> list[Any] | str:
+    def finish(self) -> None:
+        while not self._done and self._failure is None:
+            self._read()
+
+    def _read(self) -> None:
         try:
-            results = self._child.receive(TIMEOUT_S)
-        finally:
-            self._folder.cleanup()
-        if not isinstance(results, str):
-            _children.give_back(self._child)
-        return results
+            replay = self._child.next_replay()
+        except ReplayFailed as exc:
+            self._fail(str(exc))
+            return
+        if replay is None:
+            self._fail("the replay in a second interpreter ended before its last task")
+            self._child.kill()
+            return
+        self._results.append(replay)
+        if len(self._results) == len(self._index):
+            self._read_end()
+
+    def _read_end(self) -> None:
+        """Read the child's word that the request is done, and hand the child back."""
+        try:
+            extra = self._child.next_replay()
+        except ReplayFailed as exc:
+            self._fail(str(exc))
+            return
+        if extra is not None:
+            self._fail("the replay in a second interpreter gave more replays than tasks")
+            self._child.kill()
+            return
+        self._folder.cleanup()
+        self._done = True
+        _children.give_back(self._child)
+
+    def _fail(self, reason: str) -> None:
+        self._failure = reason
+        self._folder.cleanup()
 
 
 def _replay_all(request: dict[str, Any], replies: IO[str]) -> None:

@@ -92,7 +92,8 @@ class GateContext:
 
 class Gate(Protocol):
     """A per-task check; one may also have `prepare(env, tasks)`, called once before the first
-    check with every task the run will check (to start work that runs alongside)."""
+    check with every task the run will check (to start work that runs alongside), and `finish()`,
+    called once after the last."""
 
     name: str
 
@@ -130,6 +131,10 @@ class DeterminismGate:
 
     def prepare(self, env: Environment, tasks: list[Task]) -> None:
         self._elsewhere = OtherInterpreter(env, tasks)
+
+    def finish(self) -> None:
+        if self._elsewhere is not None:
+            self._elsewhere.finish()
 
     def check(self, ctx: GateContext) -> GateVerdict:
         replayed, meta = ctx.first_replay, ctx.task.meta

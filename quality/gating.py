@@ -72,13 +72,18 @@ def run_gates(tasks: Iterable[Task], env: Environment, gates: Sequence[Gate] | N
     for gate in gates or ():  # once, for the fallbacks too: the determinism gate's child replays them alongside
         if hasattr(gate, "prepare"):
             gate.prepare(env, [*tasks, *(fallbacks or {}).values()])
-    passing, rejected = _per_task(tasks, env, gates or (), verdicts)
-    bases = [fallbacks[r.task.meta.hardened_from] for r in rejected
-             if fallbacks and r.task.meta.hardened_from in fallbacks]
-    if bases:
-        more, more_rejected = _per_task(bases, env, gates or (), verdicts)
-        passing += more
-        rejected += more_rejected
+    try:
+        passing, rejected = _per_task(tasks, env, gates or (), verdicts)
+        bases = [fallbacks[r.task.meta.hardened_from] for r in rejected
+                 if fallbacks and r.task.meta.hardened_from in fallbacks]
+        if bases:
+            more, more_rejected = _per_task(bases, env, gates or (), verdicts)
+            passing += more
+            rejected += more_rejected
+    finally:
+        for gate in gates or ():
+            if hasattr(gate, "finish"):
+                gate.finish()
     for gate in batch_gates or ():
         passing, dropped = gate.check_all(passing)
         for task in passing:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import textwrap
@@ -124,6 +125,24 @@ def test_the_second_interpreter_serves_gate_run_after_gate_run(library_tasks):
     assert pids[0] == pids[1]  # kept for the next run, not started again
 
 
+def test_replays_elsewhere_are_read_as_asked_and_finish_reads_the_rest(library_tasks):
+    """The gate waits for the task it checks, not the whole request: the child works ahead (read all
+    at the first ask, it stopped at a full pipe and the gate waited ~1 s per domain). Tasks never
+    asked (fallbacks no variant needed) are read at finish, and the child serves the next run."""
+    env, tasks = library_tasks
+    gate = DeterminismGate()
+    gate.prepare(env, tasks[:4])
+    assert check(gate, env, tasks[0]).passed
+    assert len(gate._elsewhere._results) == 1 and not gate._elsewhere._done
+    first = _child_pid(gate)
+    gate.finish()
+    assert len(gate._elsewhere._results) == 4 and gate._elsewhere._done
+    assert check(gate, env, tasks[3]).passed
+    again = DeterminismGate()
+    again.prepare(env, tasks[:1])
+    assert check(again, env, tasks[0]).passed and _child_pid(again) == first
+
+
 def test_a_second_interpreter_that_died_idle_is_replaced(library_tasks):
     env, tasks = library_tasks
     gate = DeterminismGate()
@@ -142,7 +161,7 @@ def test_a_failed_replay_elsewhere_rejects_with_its_reason_and_the_next_run_gets
     env, tasks = library_tasks
     send = elsewhere._Child.send
     # the child is told of a request file that is not there (deleting a file it may already have read races it)
-    monkeypatch.setattr(elsewhere._Child, "send", lambda child, request: send(child, request.with_name("none.json")))
+    monkeypatch.setattr(elsewhere._Child, "send", lambda child, request, timeout=elsewhere.TIMEOUT_S: send(child, request.with_name("none.json"), timeout))
     gate = DeterminismGate()
     gate.prepare(env, tasks[:1])
     monkeypatch.undo()
@@ -155,9 +174,12 @@ def test_a_failed_replay_elsewhere_rejects_with_its_reason_and_the_next_run_gets
     assert check(gate, env, tasks[0]).passed and _child_pid(gate) != failing
 
 
-def test_a_second_interpreter_past_its_time_is_killed_with_a_reason():
-    child = elsewhere._Child()  # sent nothing: it never answers
-    assert child.receive(timeout=0.5) == "the replay in a second interpreter ran past 0 s"
+def test_a_second_interpreter_past_its_time_is_killed_with_a_reason(tmp_path):
+    os.mkfifo(tmp_path / "request.json")  # nothing ever writes it: the child waits on it forever
+    child = elsewhere._Child()
+    assert child.send(tmp_path / "request.json", timeout=0.5)
+    with pytest.raises(elsewhere.ReplayFailed, match="^the replay in a second interpreter ran past 0 s$"):
+        child.next_replay()
     assert child.process.returncode is not None
 
 
