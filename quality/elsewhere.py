@@ -1,9 +1,11 @@
-"""Gold replays in a second interpreter with another hash seed, for the determinism gate.
+"""Gold replays, and the gate stage's made in a second interpreter with another hash seed.
 
 A tool whose outputs depend on the process (set order under hash randomization, memory
 addresses, anything the interpreter picks at start-up) replays the same twice in one process and
-differently in the next one, which is where τ²-bench and the trainer replay it. So the gate also
-compares against a replay in a child interpreter, left to work while the in-process gates run.
+differently in the next one, which is where τ²-bench and the trainer replay it. So the gate
+stage replays each task's gold in a child interpreter, which works ahead while the gates check
+the tasks before; the gates read that replay, and the determinism gate compares it with
+synthesis's (one replay per task at the gate stage, not one here and one there).
 
 A child serves one gate run at a time and is kept for the next one: its start-up (imports, ~1 s of
 CPU) was most of a domain's cost when every gate run started its own. Its replies are read as the
@@ -26,11 +28,58 @@ import tempfile
 import threading
 import time
 from pathlib import Path
+from dataclasses import dataclass
 from typing import IO, Any
 
-from toolscale.domains import Environment, Task, load_domain_text
+from toolscale.domains import Environment, Task, ToolResult, load_domain_text
 
 TIMEOUT_S = 600
+
+
+@dataclass(frozen=True)
+class Replay:
+    """One gold replay on a fresh fork: the results and the state it ended in."""
+
+    results: list[ToolResult]
+    state_hash: str
+    step_hashes: list[str]  # the state before each action, then the final state
+
+    @property
+    def outputs(self) -> list[Any]:
+        return [r.output for r in self.results]
+
+    def first_error(self, task: Task) -> str | None:
+        for i, result in enumerate(self.results):
+            if not result.ok:
+                return f"action {i} ({result.name}) failed: {result.error_type}: {result.error}"
+        if len(self.results) != len(task.evaluation_criteria.actions):
+            return "replay stopped early"
+        return None
+
+    def to_json(self) -> list[Any]:
+        return [[[r.name, r.output, r.error, r.error_type] for r in self.results], self.step_hashes, self.state_hash]
+
+    @classmethod
+    def from_json(cls, data: list[Any]) -> Replay:
+        results, steps, state = data
+        return cls([ToolResult.model_construct(name=name, output=output, error=error, error_type=error_type)
+                    for name, output, error, error_type in results], state, steps)
+
+
+def replay_task(env: Environment, task: Task) -> Replay:
+    """Replay the gold on a fresh fork, noting the state before every action."""
+    return replay_calls(env, task.gold_calls())
+
+
+def replay_calls(env: Environment, calls: list[tuple[str, dict[str, Any]]]) -> Replay:
+    with env.fork() as fork:
+        results, hashes = [], [fork.state_hash()]
+        for name, arguments in calls:
+            results.append(fork.call(name, arguments))
+            hashes.append(fork.state_hash())
+            if not results[-1].ok:
+                break
+        return Replay(results, fork.state_hash(), hashes)
 
 
 def other_hash_seed() -> str:
@@ -157,8 +206,8 @@ _children = _Children()
 
 
 class OtherInterpreter:
-    """The gold replays of `tasks` in a child interpreter: `result(task)` is (outputs, final state
-    hash), or a reason the child gave none. The child replays in task order while the caller gates
+    """The gold replays of `tasks` in a child interpreter: `result(task)` is its Replay, or a
+    reason the child gave none. The child replays in task order while the caller gates
     the tasks: a result is read when it is asked for, so the caller waits only for a child that
     fell behind. `finish()` reads what was not asked for and hands the child to the next run."""
 
@@ -182,14 +231,13 @@ class OtherInterpreter:
         if not tasks:
             self._read_end()
 
-    def result(self, task: Task) -> tuple[list[Any], str] | str:
+    def result(self, task: Task) -> Replay | str:
         index = self._index[id(task)]
         while len(self._results) <= index and self._failure is None:
             self._read()
         if self._failure is not None:
             return self._failure
-        outputs, state = self._results[index]
-        return outputs, state
+        return Replay.from_json(self._results[index])
 
     def finish(self) -> None:
         while not self._done and self._failure is None:
@@ -230,18 +278,11 @@ class OtherInterpreter:
 
 
 def _replay_all(request: dict[str, Any], replies: IO[str]) -> None:
-    """Replay each task's gold on a fresh fork; write a line per task: [outputs, final state hash]."""
+    """Replay each task's gold on a fresh fork, as replay_task does; write a line per task (Replay.to_json)."""
     domain = load_domain_text(request["domain.yaml"], request["tools.py"], request["policy.md"], "replay")
     with Environment.from_sqlite(domain, request["database"]) as env:
         for calls in request["tasks"]:
-            with env.fork() as fork:
-                outputs = []
-                for name, arguments in calls:
-                    result = fork.call(name, arguments)
-                    outputs.append(result.output)
-                    if not result.ok:
-                        break
-                replies.write(json.dumps([outputs, fork.state_hash()]) + "\n")
+            replies.write(json.dumps(replay_calls(env, calls).to_json()) + "\n")
 
 
 def _serve(requests: IO[str], replies: IO[str]) -> None:

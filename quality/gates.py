@@ -7,58 +7,27 @@ failing gate's reason goes with the rejection.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from functools import cached_property
 from typing import Any, Protocol
 
-from toolscale.domains import Environment, Task, ToolResult
+from toolscale.domains import Environment, Task
 from toolscale.domains.dates import resolve
 from toolscale.domains.tasks import GateVerdict
 
 from toolscale.domains.matching import leaves, normalize_text, value_key
 
-from .elsewhere import OtherInterpreter
-
-
-@dataclass(frozen=True)
-class Replay:
-    """One gold replay on a fresh fork: the results and the state it ended in."""
-
-    results: list[ToolResult]
-    state_hash: str
-    step_hashes: list[str]  # the state before each action, then the final state
-
-    @property
-    def outputs(self) -> list[Any]:
-        return [r.output for r in self.results]
-
-    def first_error(self, task: Task) -> str | None:
-        for i, result in enumerate(self.results):
-            if not result.ok:
-                return f"action {i} ({result.name}) failed: {result.error_type}: {result.error}"
-        if len(self.results) != len(task.evaluation_criteria.actions):
-            return "replay stopped early"
-        return None
-
-
-def replay_task(env: Environment, task: Task) -> Replay:
-    """Replay the gold on a fresh fork, noting the state before every action."""
-    with env.fork() as fork:
-        results, hashes = [], [fork.state_hash()]
-        for name, arguments in task.gold_calls():
-            results.append(fork.call(name, arguments))
-            hashes.append(fork.state_hash())
-            if not results[-1].ok:
-                break
-        return Replay(results, fork.state_hash(), hashes)
+from .elsewhere import OtherInterpreter, Replay, replay_task
 
 
 class GateContext:
-    """What gates share for one task: the environment, its text, and the gold replay (made once)."""
+    """What gates share for one task: the environment, its text, and the gold replay (made once:
+    in the second interpreter when the run has one, so the gate stage replays each task once)."""
 
-    def __init__(self, env: Environment, task: Task) -> None:
+    def __init__(self, env: Environment, task: Task, elsewhere: OtherInterpreter | None = None) -> None:
         self.env = env
         self.task = task
+        self.elsewhere = elsewhere
+        self.elsewhere_failure: str | None = None  # why the second interpreter gave no replay
         self._first: Replay | None = None
         self._first_returned: dict[Any, int] | None = None
         instructions = task.user_scenario.instructions
@@ -68,8 +37,19 @@ class GateContext:
     @property
     def first_replay(self) -> Replay:
         if self._first is None:
-            self._first = replay_task(self.env, self.task)
+            other = self.elsewhere.result(self.task) if self.elsewhere is not None else None
+            if isinstance(other, Replay):
+                self._first = other
+            else:
+                self.elsewhere_failure = other
+                self._first = replay_task(self.env, self.task)
         return self._first
+
+    @property
+    def replayed_elsewhere(self) -> bool:
+        """Whether first_replay was made in the second interpreter."""
+        self.first_replay  # noqa: B018 - made now if it was not, which sets elsewhere_failure
+        return self.elsewhere is not None and self.elsewhere_failure is None
 
     @cached_property
     def told_dates(self) -> set[str]:
@@ -91,9 +71,7 @@ class GateContext:
 
 
 class Gate(Protocol):
-    """A per-task check; one may also have `prepare(env, tasks)`, called once before the first
-    check with every task the run will check (to start work that runs alongside), and `finish()`,
-    called once after the last."""
+    """A per-task check."""
 
     name: str
 
@@ -121,33 +99,21 @@ class ReplayGate:
 
 
 class DeterminismGate:
-    """Replays on fresh forks give the same outputs and state: synthesis's, the gate's, and (once
-    `prepare` has started it) one in a second interpreter with another hash seed."""
+    """The gate's replay on a fresh fork gives synthesis's outputs and state. The run's gate
+    replay is made in a second interpreter with another hash seed (`second_interpreter`), so
+    this also catches tools whose outputs depend on the process."""
 
     name = "determinism"
-
-    def __init__(self) -> None:
-        self._elsewhere: OtherInterpreter | None = None
-
-    def prepare(self, env: Environment, tasks: list[Task]) -> None:
-        self._elsewhere = OtherInterpreter(env, tasks)
-
-    def finish(self) -> None:
-        if self._elsewhere is not None:
-            self._elsewhere.finish()
+    second_interpreter = True  # run_gates replays the gold there (quality/elsewhere.py)
 
     def check(self, ctx: GateContext) -> GateVerdict:
         replayed, meta = ctx.first_replay, ctx.task.meta
         if meta.final_state_hash is None:
             return failed("no state was recorded at synthesis")
-        verdict = _same(meta.expected_outputs, meta.final_state_hash, replayed.outputs, replayed.state_hash,
-                        "on two replays")
-        if verdict.passed and self._elsewhere is not None:
-            other = self._elsewhere.result(ctx.task)
-            if isinstance(other, str):
-                return failed(other)
-            verdict = _same(meta.expected_outputs, meta.final_state_hash, *other, "in a second interpreter")
-        return verdict
+        if ctx.elsewhere_failure is not None:
+            return failed(ctx.elsewhere_failure)
+        where = "in a second interpreter" if ctx.replayed_elsewhere else "on two replays"
+        return _same(meta.expected_outputs, meta.final_state_hash, replayed.outputs, replayed.state_hash, where)
 
 
 def _same(outputs: list[Any], state: str, other_outputs: list[Any], other_state: str, where: str) -> GateVerdict:

@@ -16,6 +16,7 @@ from .agent_gates import AGENT_GATES
 from .checkability import CheckabilityGate
 from .duplicates import DuplicateGate
 from .effects import EffectGate, NecessityGate
+from .elsewhere import OtherInterpreter
 from .gates import BatchGate, DeterminismGate, Gate, GateContext, ReplayGate
 from .policy import PolicyGate
 from .text_gates import AmbiguityGate, LeakageGate, RealizabilityGate
@@ -37,13 +38,13 @@ def _with_verdicts(task: Task, verdicts: dict[str, GateVerdict]) -> Task:
     return task.model_copy(update={"meta": task.meta.model_copy(update={"gates": verdicts})})
 
 
-def _per_task(tasks: list[Task], env: Environment, gates: Sequence[Gate],
-              verdicts: dict[int, dict[str, GateVerdict]]) -> tuple[list[Task], list[Rejection]]:
+def _per_task(tasks: list[Task], env: Environment, gates: Sequence[Gate], verdicts: dict[int, dict[str, GateVerdict]],
+              elsewhere: OtherInterpreter | None = None) -> tuple[list[Task], list[Rejection]]:
     """Each task through the per-task gates in order, stopping at the first that fails."""
     passing: list[Task] = []
     rejected: list[Rejection] = []
     for task in tasks:
-        ctx = GateContext(env, task)
+        ctx = GateContext(env, task, elsewhere)
         verdicts[id(task)] = {}
         for gate in gates:
             verdict = verdicts[id(task)][gate.name] = gate.check(ctx)
@@ -69,21 +70,20 @@ def run_gates(tasks: Iterable[Task], env: Environment, gates: Sequence[Gate] | N
         gates, batch_gates = default_gates()
     verdicts: dict[int, dict[str, GateVerdict]] = {}  # by id(task), until the batch gates are done
     tasks = list(tasks)
-    for gate in gates or ():  # once, for the fallbacks too: the determinism gate's child replays them alongside
-        if hasattr(gate, "prepare"):
-            gate.prepare(env, [*tasks, *(fallbacks or {}).values()])
+    elsewhere = None  # the fallbacks too are replayed there, alongside
+    if any(getattr(gate, "second_interpreter", False) for gate in gates or ()):
+        elsewhere = OtherInterpreter(env, [*tasks, *(fallbacks or {}).values()])
     try:
-        passing, rejected = _per_task(tasks, env, gates or (), verdicts)
+        passing, rejected = _per_task(tasks, env, gates or (), verdicts, elsewhere)
         bases = [fallbacks[r.task.meta.hardened_from] for r in rejected
                  if fallbacks and r.task.meta.hardened_from in fallbacks]
         if bases:
-            more, more_rejected = _per_task(bases, env, gates or (), verdicts)
+            more, more_rejected = _per_task(bases, env, gates or (), verdicts, elsewhere)
             passing += more
             rejected += more_rejected
     finally:
-        for gate in gates or ():
-            if hasattr(gate, "finish"):
-                gate.finish()
+        if elsewhere is not None:
+            elsewhere.finish()
     for gate in batch_gates or ():
         passing, dropped = gate.check_all(passing)
         for task in passing:

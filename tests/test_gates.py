@@ -14,7 +14,8 @@ import pytest
 
 from toolscale.domains import Environment
 from toolscale.pipeline.synthesizer import OfflineSynthesizer
-from toolscale.quality import elsewhere
+from toolscale.quality import elsewhere, gates
+from toolscale.quality.elsewhere import OtherInterpreter, replay_task
 from toolscale.quality.gates import DeterminismGate, GateContext, ReplayGate
 from toolscale.quality.gating import run_gates
 
@@ -98,62 +99,73 @@ def test_run_gates_keeps_every_rejection_with_gate_and_reason(library_tasks):
     assert rejected[0].task.meta.gates["replay"].passed is False
 
 
-def test_determinism_compares_with_a_replay_in_a_second_interpreter(library_tasks, library, library_rows):
+def check_elsewhere(gate, env, task, other: OtherInterpreter):
+    return gate.check(GateContext(env, task, other))
+
+
+def test_determinism_compares_synthesis_with_the_replay_in_a_second_interpreter(library_tasks, library,
+                                                                                  library_rows):
     env, tasks = library_tasks
     gate = DeterminismGate()
-    gate.prepare(env, tasks[:2])
-    assert check(gate, env, tasks[0]).passed and check(gate, env, tasks[1]).passed
+    other = OtherInterpreter(env, tasks[:2])
+    assert check_elsewhere(gate, env, tasks[0], other).passed and check_elsewhere(gate, env, tasks[1], other).passed
+    ctx = GateContext(env, tasks[0], other)
+    assert ctx.replayed_elsewhere and ctx.first_replay == replay_task(env, tasks[0])  # what the gates read
     changed = {**library_rows, "books": [{**b, "title": b["title"] + " (2nd ed.)"} for b in library_rows["books"]]}
-    with Environment.from_rows(library, changed) as elsewhere:  # what a process that sees other data replays
-        gate.prepare(elsewhere, tasks[:1])
-        verdict = check(gate, env, tasks[0])
+    with Environment.from_rows(library, changed) as elsewhere_env:  # what a process that sees other data replays
+        verdict = check_elsewhere(gate, env, tasks[0], OtherInterpreter(elsewhere_env, tasks[:1]))
     assert not verdict.passed and verdict.reason.endswith("returned different outputs in a second interpreter")
+    assert check(gate, env, tasks[0]).passed  # without a second interpreter: a second replay here
 
 
-def _child_pid(gate: DeterminismGate) -> int:
-    return gate._elsewhere._child.process.pid
+def test_the_gate_stage_replays_each_task_once_in_the_second_interpreter(library_tasks, monkeypatch):
+    """The gates read the child's replay; the gate stage made a second one here before."""
+    env, tasks = library_tasks
+    here = []
+    monkeypatch.setattr(gates, "replay_task", lambda env, task: here.append(task.id))
+    accepted, rejected = run_gates(tasks[:3], env, [ReplayGate(), DeterminismGate()], [])
+    assert [t.id for t in accepted] == [t.id for t in tasks[:3]] and not rejected and here == []
+    assert all(t.meta.gates["determinism"].passed for t in accepted)
+
+
+def _child_pid(other: OtherInterpreter) -> int:
+    return other._child.process.pid
 
 
 def test_the_second_interpreter_serves_gate_run_after_gate_run(library_tasks):
     env, tasks = library_tasks
     pids = []
     for _ in range(2):
-        gate = DeterminismGate()
-        gate.prepare(env, tasks[:3])
-        assert all(check(gate, env, task).passed for task in tasks[:3])
-        pids.append(_child_pid(gate))
+        other = OtherInterpreter(env, tasks[:3])
+        assert all(check_elsewhere(DeterminismGate(), env, task, other).passed for task in tasks[:3])
+        pids.append(_child_pid(other))
     assert pids[0] == pids[1]  # kept for the next run, not started again
 
 
 def test_replays_elsewhere_are_read_as_asked_and_finish_reads_the_rest(library_tasks):
-    """The gate waits for the task it checks, not the whole request: the child works ahead (read all
-    at the first ask, it stopped at a full pipe and the gate waited ~1 s per domain). Tasks never
-    asked (fallbacks no variant needed) are read at finish, and the child serves the next run."""
+    """The gates wait for the task they check, not the whole request: the child works ahead (read
+    all at the first ask, it stopped at a full pipe and the gates waited ~1 s per domain). Tasks
+    never asked (fallbacks no variant needed) are read at finish, and the child serves the next run."""
     env, tasks = library_tasks
-    gate = DeterminismGate()
-    gate.prepare(env, tasks[:4])
-    assert check(gate, env, tasks[0]).passed
-    assert len(gate._elsewhere._results) == 1 and not gate._elsewhere._done
-    first = _child_pid(gate)
-    gate.finish()
-    assert len(gate._elsewhere._results) == 4 and gate._elsewhere._done
-    assert check(gate, env, tasks[3]).passed
-    again = DeterminismGate()
-    again.prepare(env, tasks[:1])
-    assert check(again, env, tasks[0]).passed and _child_pid(again) == first
+    other = OtherInterpreter(env, tasks[:4])
+    assert check_elsewhere(DeterminismGate(), env, tasks[0], other).passed
+    assert len(other._results) == 1 and not other._done
+    other.finish()
+    assert len(other._results) == 4 and other._done
+    assert check_elsewhere(DeterminismGate(), env, tasks[3], other).passed
+    again = OtherInterpreter(env, tasks[:1])
+    assert check_elsewhere(DeterminismGate(), env, tasks[0], again).passed and _child_pid(again) == _child_pid(other)
 
 
 def test_a_second_interpreter_that_died_idle_is_replaced(library_tasks):
     env, tasks = library_tasks
-    gate = DeterminismGate()
-    gate.prepare(env, tasks[:1])
-    assert check(gate, env, tasks[0]).passed
-    dead = _child_pid(gate)
-    gate._elsewhere._child.process.kill()
-    gate._elsewhere._child.process.wait()
-    gate = DeterminismGate()
-    gate.prepare(env, tasks[:1])
-    assert check(gate, env, tasks[0]).passed and _child_pid(gate) != dead
+    other = OtherInterpreter(env, tasks[:1])
+    assert check_elsewhere(DeterminismGate(), env, tasks[0], other).passed
+    dead = _child_pid(other)
+    other._child.process.kill()
+    other._child.process.wait()
+    other = OtherInterpreter(env, tasks[:1])
+    assert check_elsewhere(DeterminismGate(), env, tasks[0], other).passed and _child_pid(other) != dead
 
 
 def test_a_failed_replay_elsewhere_rejects_with_its_reason_and_the_next_run_gets_a_fresh_child(library_tasks,
@@ -161,17 +173,18 @@ def test_a_failed_replay_elsewhere_rejects_with_its_reason_and_the_next_run_gets
     env, tasks = library_tasks
     send = elsewhere._Child.send
     # the child is told of a request file that is not there (deleting a file it may already have read races it)
-    monkeypatch.setattr(elsewhere._Child, "send", lambda child, request, timeout=elsewhere.TIMEOUT_S: send(child, request.with_name("none.json"), timeout))
-    gate = DeterminismGate()
-    gate.prepare(env, tasks[:1])
+    monkeypatch.setattr(elsewhere._Child, "send", lambda child, request, timeout=elsewhere.TIMEOUT_S:
+                        send(child, request.with_name("none.json"), timeout))
+    other = OtherInterpreter(env, tasks[:1])
     monkeypatch.undo()
-    failing = _child_pid(gate)
-    verdict = check(gate, env, tasks[0])
+    failing = _child_pid(other)
+    ctx = GateContext(env, tasks[0], other)
+    assert ReplayGate().check(ctx).passed  # the gates still get their replay, made here
+    verdict = DeterminismGate().check(ctx)
     assert not verdict.passed and verdict.reason.startswith("the replay in a second interpreter failed: ")
     assert not psutil.pid_exists(failing)  # killed and reaped
-    gate = DeterminismGate()
-    gate.prepare(env, tasks[:1])
-    assert check(gate, env, tasks[0]).passed and _child_pid(gate) != failing
+    other = OtherInterpreter(env, tasks[:1])
+    assert check_elsewhere(DeterminismGate(), env, tasks[0], other).passed and _child_pid(other) != failing
 
 
 def test_a_second_interpreter_past_its_time_is_killed_with_a_reason(tmp_path):
@@ -190,16 +203,16 @@ def test_the_second_interpreter_ends_with_its_parent(tmp_path):
         from toolscale.domains import Environment, load_domain
         from toolscale.pipeline.populate import populate
         from toolscale.pipeline.synthesizer import OfflineSynthesizer
+        from toolscale.quality.elsewhere import OtherInterpreter
         from toolscale.quality.gates import DeterminismGate, GateContext
 
         library = load_domain(Path(%r))
         rows = populate(library.spec, seed=0)
         with Environment.from_rows(library, rows) as env:
             tasks, _ = OfflineSynthesizer().tasks(library, env, rows, seed=0)
-            gate = DeterminismGate()
-            gate.prepare(env, tasks[:1])
-            assert gate.check(GateContext(env, tasks[0])).passed
-            print(gate._elsewhere._child.process.pid, flush=True)
+            other = OtherInterpreter(env, tasks[:1])
+            assert DeterminismGate().check(GateContext(env, tasks[0], other)).passed
+            print(other._child.process.pid, flush=True)
     """) % str(FIXTURES / "library"))
     done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
