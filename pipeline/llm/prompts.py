@@ -1,8 +1,8 @@
 """The prompt files: prompts/<stage>.j2 for the user message, prompts/partials/ for shared pieces.
 
 Prompts are found through the path constant `PROMPTS_DIR` (the repository's `prompts/`). Every
-request is a system message (partials/system.j2, one sentence per stage) and the stage's user
-message; machine-readable parts sit in `## Title` sections holding one fenced JSON block.
+request is a system message (partials/system.j2, opened by the role the stage's template states in
+its first line) and the stage's user message; machine-readable parts sit in `## Title` sections holding one fenced JSON block.
 `digest(stage)` changes whenever the stage's template or any partial changes; it goes into each
 task's lineage.
 """
@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -18,16 +19,20 @@ from typing import Any
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
 PROMPTS_DIR = Path(__file__).resolve().parents[2] / "prompts"
-ROLES = {  # each stage's template is prompts/<stage>.j2; its role opens the system prompt (partials/system.j2)
-    "design": "You design the database schema, business rules and agent policy of a customer-service domain.",
-    "populate": "You write realistic, varied database records that obey a schema exactly.",
-    "tools": "You write the tools of a customer-service domain as restricted Python functions.",
-    "intents": "You propose realistic reasons a user contacts a customer-service agent.",
-    "task": "You write one verifiable task for a tool-using customer-service agent, with its gold tool calls.",
-    "harden": "You turn a verifiable agent task into a harder one that stays verifiable.",
-    "judge": "You judge, strictly and briefly, whether an agent's conversation fulfilled a task.",
-}
-STAGES = tuple(ROLES)
+_ROLE = re.compile(r"\A\{#\s*role:\s*(?P<role>.+?)\s*#\}", re.S)
+
+
+@lru_cache(maxsize=1)
+def roles() -> dict[str, str]:
+    """{stage: role}: every prompts/<stage>.j2 is a stage, and its first line, `{# role: ... #}`,
+    is the sentence that opens the stage's system prompt (partials/system.j2)."""
+    found = {}
+    for path in sorted(PROMPTS_DIR.glob("*.j2")):
+        match = _ROLE.match(path.read_text(encoding="utf-8"))
+        if match is None:
+            raise ValueError(f"prompts/{path.name}: a stage's template opens with its role, {{# role: ... #}}")
+        found[path.stem] = " ".join(match["role"].split())
+    return found
 
 
 def _json(value: Any, indent: int | None = None) -> str:
@@ -49,9 +54,9 @@ def render(template: str, **variables: Any) -> str:
 
 def messages(stage: str, **variables: Any) -> list[dict[str, str]]:
     """The chat messages of a stage's request."""
-    if stage not in STAGES:
-        raise ValueError(f"unknown prompt stage {stage!r}; stages: {', '.join(STAGES)}")
-    return [{"role": "system", "content": render("partials/system.j2", role=ROLES[stage])},
+    if stage not in roles():
+        raise ValueError(f"unknown prompt stage {stage!r}; stages: {', '.join(roles())}")
+    return [{"role": "system", "content": render("partials/system.j2", role=roles()[stage])},
             {"role": "user", "content": render(f"{stage}.j2", **variables)}]
 
 
