@@ -24,7 +24,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
-from .settings import debug_mode
+from .settings import debug_mode, use_loopback_ca
 
 _PR_SET_PDEATHSIG = 1
 _prctl = ctypes.CDLL(None, use_errno=True).prctl if sys.platform.startswith("linux") else None  # looked up
@@ -162,6 +162,7 @@ def ensure_started(say: Callable[[str], None]) -> None:
         raise
     _server = server
     os.environ["PREFECT_API_URL"] = server.api_url
+    use_loopback_ca()
     refresh_global_settings_context()
     say(f"Prefect's local server is up after {time.perf_counter() - started:.1f}s at {server.api_url}")
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import ssl
 import subprocess
 import sys
 import textwrap
@@ -45,6 +46,7 @@ SCRIPT = textwrap.dedent("""
                 break
             time.sleep(0.1)
     print(json.dumps({"result": result, "heartbeat": heartbeat, "server": local_server._server.process.pid, "api": client.api_url.host,
+                      "ca_file": get_current_settings().api.ssl_cert_file,
                       "server_imported": "prefect.server.api.server" in sys.modules, "task_runs": runs}), flush=True)
     if sys.argv[1:] == ["hang"]:
         import time
@@ -70,6 +72,7 @@ def test_runs_go_to_the_launched_server_without_importing_prefects_server_and_it
     seen = json.loads(done.stdout.splitlines()[-1])
     assert seen["result"] == 42 and seen["api"] == "127.0.0.1"
     assert seen["heartbeat"] is None  # nobody watches a server that ends with the run for crashed runs
+    assert seen["ca_file"] == str(home / "loopback-ca.pem")  # each task run's client loads it: one certificate
     assert any(name.startswith("double") for name in seen["task_runs"])
     assert not seen["server_imported"]
     assert "starting Prefect's local server" in done.stderr and "is up after" in done.stderr
@@ -126,3 +129,28 @@ def test_two_runs_starting_on_one_new_prefect_home_both_get_a_server(tmp_path):
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(2)]
     outcomes = [run.communicate(timeout=300) for run in runs]
     assert [out for out, _ in outcomes] == ["up\n", "up\n"], [err[-500:] for _, err in outcomes]
+
+
+@pytest.mark.parametrize("api, loopback", [("http://127.0.0.1:4200/api", True), ("http://localhost:4200/api", True),
+                                           ("https://127.0.0.1:4200/api", False),
+                                           ("http://prefect.example.com/api", False), ("", False)])
+def test_only_a_plain_http_api_on_this_machine_is_loopback(api, loopback):
+    from toolscale.flows import settings
+
+    assert bool(settings._LOOPBACK_API.match(api)) is loopback
+
+
+def test_a_loopback_api_gets_a_ca_file_of_one_certificate_unless_the_user_set_one(tmp_path, monkeypatch):
+    """Prefect makes a client per task run, each loading the CA file into a TLS context; over plain
+    http on loopback that context is never used, and certifi's whole bundle cost ~20 ms a client."""
+    from toolscale.flows import settings
+
+    monkeypatch.setenv("PREFECT_HOME", str(tmp_path))
+    monkeypatch.delenv("PREFECT_API_SSL_CERT_FILE", raising=False)
+    settings.use_loopback_ca()
+    path = os.environ["PREFECT_API_SSL_CERT_FILE"]
+    assert open(path).read().count("BEGIN CERTIFICATE") == 1
+    ssl.create_default_context(cafile=path)  # a CA file ssl loads
+    monkeypatch.setenv("PREFECT_API_SSL_CERT_FILE", "/etc/ssl/mine.pem")
+    settings.use_loopback_ca()
+    assert os.environ["PREFECT_API_SSL_CERT_FILE"] == "/etc/ssl/mine.pem"
