@@ -213,6 +213,7 @@ class OtherInterpreter:
 
     def __init__(self, env: Environment, tasks: list[Task]) -> None:
         self._index = {id(task): i for i, task in enumerate(tasks)}
+        self._expected = len(tasks)  # replays the child sends (a task listed twice is replayed twice)
         self._folder = tempfile.TemporaryDirectory(prefix="toolscale-elsewhere-")
         folder = Path(self._folder.name)
         env.save(folder / "db.sqlite")
@@ -229,12 +230,14 @@ class OtherInterpreter:
         self._failure: str | None = None
         self._done = False
         if not tasks:
-            self._read_end()
+            self._read()
 
     def result(self, task: Task) -> Replay | str:
         index = self._index[id(task)]
         while len(self._results) <= index and self._failure is None:
             self._read()
+        if len(self._results) == self._expected and not self._done and self._failure is None:
+            self._read()  # the child's word that it is done: it goes back to serve the next run
         if self._failure is not None:
             return self._failure
         return Replay.from_json(self._results[index])
@@ -244,33 +247,22 @@ class OtherInterpreter:
             self._read()
 
     def _read(self) -> None:
+        """Read the child's next line: a task's replay or, after the last one, its word that it is
+        done, which hands the child back for the next run."""
         try:
             replay = self._child.next_replay()
         except ReplayFailed as exc:
             self._fail(str(exc))
             return
-        if replay is None:
-            self._fail("the replay in a second interpreter ended before its last task")
+        if (replay is None) == (len(self._results) < self._expected):  # done early, or a replay too many
+            self._fail("the replay in a second interpreter did not give one replay per task")
             self._child.kill()
-            return
-        self._results.append(replay)
-        if len(self._results) == len(self._index):
-            self._read_end()
-
-    def _read_end(self) -> None:
-        """Read the child's word that the request is done, and hand the child back."""
-        try:
-            extra = self._child.next_replay()
-        except ReplayFailed as exc:
-            self._fail(str(exc))
-            return
-        if extra is not None:
-            self._fail("the replay in a second interpreter gave more replays than tasks")
-            self._child.kill()
-            return
-        self._folder.cleanup()
-        self._done = True
-        _children.give_back(self._child)
+        elif replay is None:
+            self._done = True
+            self._folder.cleanup()
+            _children.give_back(self._child)
+        else:
+            self._results.append(replay)
 
     def _fail(self, reason: str) -> None:
         self._failure = reason
