@@ -39,19 +39,19 @@ def use_loopback_ca() -> None:
     """Point Prefect's clients at a CA file of one certificate (the first of certifi's bundle) when
     the API is plain http on this machine (the local server, or one given as such): every client,
     one per task run, loads that file into a TLS context it never uses over http, and the whole
-    bundle costs ~20 ms a client, ~1.5 s of a default run's CPU. A CA file the user set is kept."""
+    bundle costs ~20 ms a client, ~1 s of a default run's CLI CPU. A CA file the user set is kept."""
     if "PREFECT_API_SSL_CERT_FILE" in os.environ:
         return
     import certifi
+
+    from toolscale.pipeline.export import atomic_write
 
     bundle = Path(certifi.where()).read_text(encoding="ascii")
     end = "-----END CERTIFICATE-----"
     path = prefect_home() / "loopback-ca.pem"
     first = bundle[bundle.index("-----BEGIN CERTIFICATE-----"):bundle.index(end) + len(end)] + "\n"
     if not path.is_file() or path.read_text(encoding="ascii") != first:
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-        tmp.write_text(first, encoding="ascii")
-        os.replace(tmp, path)
+        atomic_write(path, first)
     os.environ["PREFECT_API_SSL_CERT_FILE"] = str(path)
 
 
