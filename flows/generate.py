@@ -131,16 +131,28 @@ def run_stage(stage: str, domain: str, work: DomainWork) -> float:
     return seconds
 
 
-def _cancelled_if_stopped() -> Callable[[], None]:
+def _cancelled_if_stopped(subflows: bool = False) -> Callable[[], None]:
     """Mark the current flow run Cancelled if a signal stops the process (flows/interrupts.py), so a
-    Prefect UI does not show it running for ever; returns the function that takes that back."""
+    Prefect UI does not show it running for ever, and with `subflows` each of its subflows not yet
+    ended too (one the signal caught as it started has not registered its own); returns the
+    function that takes that back."""
     run_id = prefect_runtime.flow_run.id
 
     def cancel(reason: str) -> None:
         from prefect import get_client
+        from prefect.client.schemas.filters import (FlowRunFilter, FlowRunFilterParentFlowRunId,
+                                                    FlowRunFilterState, FlowRunFilterStateType)
+        from prefect.client.schemas.objects import StateType
 
+        stopped = Cancelled(message=f"stopped by {reason}")
         with get_client(sync_client=True) as client:
-            client.set_flow_run_state(run_id, Cancelled(message=f"stopped by {reason}"), force=True)
+            client.set_flow_run_state(run_id, stopped, force=True)
+            if subflows:
+                unended = FlowRunFilter(parent_flow_run_id=FlowRunFilterParentFlowRunId(any_=[run_id]),
+                                        state=FlowRunFilterState(type=FlowRunFilterStateType(
+                                            any_=[StateType.SCHEDULED, StateType.PENDING, StateType.RUNNING])))
+                for run in client.read_flow_runs(flow_run_filter=unended):
+                    client.set_flow_run_state(run.id, stopped, force=True)
 
     return interrupts.when_stopped(cancel)
 
@@ -203,7 +215,7 @@ def run_domain(name: str, config: RunConfig, todo: list[str]) -> dict[str, Any]:
 def generate(config: RunConfig, plan: dict[str, list[str]]) -> dict[str, Any]:
     """Build the domains that have stages to compute (`plan`), on the configured task runner."""
     start = time.perf_counter()
-    forget_run = _cancelled_if_stopped()
+    forget_run = _cancelled_if_stopped(subflows=True)
     futures = {name: run_domain.submit(name, config, plan[name]) for name in config.domains if plan[name]}
     results: dict[str, dict[str, Any]] = {}
     failed: dict[str, str] = {}

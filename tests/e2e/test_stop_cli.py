@@ -43,18 +43,20 @@ def computing(log: Path, domains: tuple[str, ...] = ("bank", "weather")) -> bool
     return not all(f"{domain}: export" in said for domain in domains)
 
 
-def wait_for_subflow(name: str, since: str, proc: subprocess.Popen, timeout: float = 300) -> None:
-    """Until the local server's database (conftest's PREFECT_HOME) has `name` running, created after `since`."""
+def wait_for_subflow(names: tuple[str, ...], since: str, proc: subprocess.Popen, timeout: float = 300) -> None:
+    """Until the local server's database (conftest's PREFECT_HOME) has one of `names` running, created
+    after `since`."""
     deadline = time.monotonic() + timeout
-    query = "select count(*) from flow_run where name = ? and state_type = 'RUNNING' and created >= ?"
+    query = (f"select count(*) from flow_run where name in ({', '.join('?' * len(names))}) "
+             "and state_type = 'RUNNING' and created >= ?")
     while True:
         try:
             with sqlite3.connect(Path(os.environ["PREFECT_HOME"]) / "prefect.db") as db:
-                if db.execute(query, (name, since)).fetchone()[0]:
+                if db.execute(query, (*names, since)).fetchone()[0]:
                     return
         except sqlite3.OperationalError:  # not migrated yet, or locked by the server
             pass
-        assert proc.poll() is None and time.monotonic() < deadline, f"no {name} run"
+        assert proc.poll() is None and time.monotonic() < deadline, f"no {' or '.join(names)} run"
         time.sleep(0.2)
 
 
@@ -114,14 +116,14 @@ def test_sigterm_while_prefects_server_starts_stops_it_and_the_stages(tmp_path):
 
 def test_ctrl_c_while_the_flow_runs_marks_its_runs_cancelled(tmp_path):
     """Three domains on two lanes: the third computes only once a lane is free, so it is still computing
-    when the first two domains' subflows are seen running, however late a busy machine shows them."""
+    when a domain's subflow is first seen running, however late a busy machine shows it. (Waiting to see
+    bank's and then weather's, weather's had finished unseen in 1 of 3 full suites once its gate got faster.)"""
     env = dict(os.environ)  # PREFECT_API_URL: the test worker's server (tests/e2e/conftest.py), up already
     log = tmp_path / "run.log"
     since = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime())
     with open(log, "wb") as sink:
         proc = subprocess.Popen(command(*THREE, "--out", "out"), cwd=tmp_path, env=env, stdout=sink, stderr=sink)
-    for name in ("build-bank", "build-weather"):  # both domains' subflows wait for their lanes
-        wait_for_subflow(name, since, proc)
+    wait_for_subflow(("build-bank", "build-weather", "build-school"), since, proc)
     assert computing(log, ("bank", "weather", "school")), "the stages finished before the run could be stopped"
     stop(proc, signal.SIGINT, log)
     with sqlite3.connect(Path(os.environ["PREFECT_HOME"]) / "prefect.db") as db:  # that server's (conftest)
@@ -132,7 +134,8 @@ def test_ctrl_c_while_the_flow_runs_marks_its_runs_cancelled(tmp_path):
         domains = db.execute("select f.name, f.state_type from flow_run f join task_run t on f.parent_task_run_id = "
                              "t.id where t.flow_run_id = ? order by f.name", (run_id,)).fetchall()
     assert stopped == ["generate-5-bank+weather+school", "CANCELLED", "stopped by SIGINT"], stopped
-    # not "running" for ever in a UI; a domain whose last stage ended within the grace period is Completed
-    assert {"build-bank", "build-weather"} <= {name for name, _ in domains}, domains
+    # not "running" for ever in a UI, also a subflow the signal caught as it started (before it could say
+    # how to cancel it); a domain whose last stage ended within the grace period is Completed
+    assert domains and {name for name, _ in domains} <= {"build-bank", "build-weather", "build-school"}, domains
     assert {state for _, state in domains} <= {"CANCELLED", "COMPLETED"}, domains
     rerun_resumes(tmp_path, env, THREE)
