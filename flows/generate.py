@@ -134,8 +134,9 @@ def run_stage(stage: str, domain: str, work: DomainWork) -> float:
 def _cancelled_if_stopped(subflows: bool = False) -> Callable[[], None]:
     """Mark the current flow run Cancelled if a signal stops the process (flows/interrupts.py), so a
     Prefect UI does not show it running for ever, and with `subflows` each of its subflows not yet
-    ended too (one the signal caught as it started has not registered its own); returns the
-    function that takes that back."""
+    ended too (one the signal caught as it started has not registered its own). Both are needed: the
+    subflows are found through their parent task runs, which the server records from events, a
+    moment late. Returns the function that takes that back."""
     run_id = prefect_runtime.flow_run.id
 
     def cancel(reason: str) -> None:

@@ -8,10 +8,9 @@ the tasks before; the gates read that replay, and the determinism gate compares 
 synthesis's (one replay per task at the gate stage, not one here and one there).
 
 A child serves one gate run at a time and is kept for the next one: its start-up (imports, ~1 s of
-CPU) was most of a domain's cost when every gate run started its own. Its replies are read as the
-gate asks for them, so it replays ahead while the gate works (read all at the first ask, the
-child stopped at a full pipe and the gate then waited for the whole replay: ~1 s per domain). It ends when its parent's
-end closes its stdin, or is killed when it fails or runs past the time limit.
+CPU) was most of a domain's cost when every gate run started its own. Its replies are read one at a
+time as the gates ask for them: read all at once, the child would stop at a full pipe. It ends when
+its parent's end closes its stdin, or is killed when it fails or runs past the time limit.
 
     python -m toolscale.quality.elsewhere   (the child: reads a request file's path per line, writes a
                                              JSON line per task, then one that ends the request)
@@ -27,8 +26,8 @@ import sys
 import tempfile
 import threading
 import time
-from pathlib import Path
 from dataclasses import dataclass
+from pathlib import Path
 from typing import IO, Any
 
 from toolscale.domains import Environment, Task, ToolResult, load_domain_text

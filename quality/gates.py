@@ -45,12 +45,6 @@ class GateContext:
                 self._first = replay_task(self.env, self.task)
         return self._first
 
-    @property
-    def replayed_elsewhere(self) -> bool:
-        """Whether first_replay was made in the second interpreter."""
-        self.first_replay  # noqa: B018 - made now if it was not, which sets elsewhere_failure
-        return self.elsewhere is not None and self.elsewhere_failure is None
-
     @cached_property
     def told_dates(self) -> set[str]:
         """The dates the user's text gives, relative ones resolved against the domain's clock."""
@@ -112,7 +106,7 @@ class DeterminismGate:
             return failed("no state was recorded at synthesis")
         if ctx.elsewhere_failure is not None:
             return failed(ctx.elsewhere_failure)
-        where = "in a second interpreter" if ctx.replayed_elsewhere else "on two replays"
+        where = "in a second interpreter" if ctx.elsewhere is not None else "on two replays"
         return _same(meta.expected_outputs, meta.final_state_hash, replayed.outputs, replayed.state_hash, where)
 
 

@@ -16,7 +16,6 @@ import pyarrow.parquet as pq
 from datasets import Features, List, Value
 
 from toolscale.domains.splits import SPLITS
-
 from toolscale.quality.stats import dataset_stats
 
 from ..card import render_card
@@ -135,7 +134,8 @@ class DatasetFolder(Collector):
 
     def finish(self) -> Exported:
         rows = {key: stream.finish() for key, stream in self.streams.items()}
-        counts = {"tasks": {split: rows["tasks", split] for split in SPLITS}, "domains": {"train": rows["domains", "train"]}}
+        counts = {"tasks": {split: rows["tasks", split] for split in SPLITS},
+                  "domains": {"train": rows["domains", "train"]}}
         fingerprint = _fingerprint(list(self.unsigned.values()))
         for (config, split), path in self.unsigned.items():
             path.rename(self.folder / data_path(config, split, fingerprint))

@@ -2,7 +2,8 @@
 
 Prompts are found through the path constant `PROMPTS_DIR` (the repository's `prompts/`). Every
 request is a system message (partials/system.j2, opened by the role the stage's template states in
-its first line) and the stage's user message; machine-readable parts sit in `## Title` sections holding one fenced JSON block.
+its first line) and the stage's user message; machine-readable parts sit in `## Title` sections
+holding one fenced JSON block.
 `digest(stage)` changes whenever the stage's template or any partial changes; it goes into each
 task's lineage.
 """
