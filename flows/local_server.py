@@ -1,4 +1,5 @@
-"""Prefect's local server: Prefect's own API app (no UI) under uvicorn, a child of this process.
+"""Prefect's local server: Prefect's own API app (no UI, SQLite transactions begun IMMEDIATE:
+flows/server_app.py) under uvicorn, a child of this process.
 
 With no PREFECT_API_URL configured, Prefect would start this server itself on its first API call,
 after importing the whole server package into the calling process just to launch it (about 4 s of
@@ -40,8 +41,8 @@ class LocalServerError(RuntimeError):
 
 
 class LocalServer:
-    """One uvicorn process serving `prefect.server.api.server:create_app` on a free loopback port,
-    as Prefect's ephemeral mode runs it (no UI, ephemeral services)."""
+    """One uvicorn process serving Prefect's API app (toolscale.flows.server_app) on a free loopback
+    port, as Prefect's ephemeral mode runs it (no UI, ephemeral services)."""
 
     def __init__(self) -> None:
         self.log = tempfile.TemporaryFile()  # its start-up errors, for the message if it fails
@@ -60,7 +61,7 @@ class LocalServer:
                 probe.bind(("127.0.0.1", 0))
                 self.port = probe.getsockname()[1]
         command = [sys.executable, "-m", "uvicorn", "--app-dir", str(prefect.__module_path__.parent), "--factory",
-                   "prefect.server.api.server:create_app", "--host", "127.0.0.1", "--port", str(self.port),
+                   "toolscale.flows.server_app:create_app", "--host", "127.0.0.1", "--port", str(self.port),
                    "--log-level", "error", "--lifespan", "on"]
         env = {**os.environ, "PREFECT_UI_ENABLED": "0", "PREFECT__SERVER_EPHEMERAL": "1", "PREFECT__SERVER_FINAL": "1"}
         env.pop("PREFECT_API_URL", None)

@@ -154,3 +154,32 @@ def test_a_loopback_api_gets_a_ca_file_of_one_certificate_unless_the_user_set_on
     monkeypatch.setenv("PREFECT_API_SSL_CERT_FILE", "/etc/ssl/mine.pem")
     settings.use_loopback_ca()
     assert os.environ["PREFECT_API_SSL_CERT_FILE"] == "/etc/ssl/mine.pem"
+
+
+def test_requests_that_read_then_write_at_once_never_find_the_database_locked(cli_prefect_server):
+    """Creating a task run reads its flow run, then writes. Prefect's own app begins that transaction
+    DEFERRED, so requests racing each other on SQLite got 503 "database is locked" (38 of 60 in one
+    try here) and Prefect's client slept 2 s before each retry; the local server's app begins them
+    IMMEDIATE and every one succeeds at its first try. Raw requests, so no retry hides a 503."""
+    import threading
+
+    import httpx
+
+    with httpx.Client(base_url=cli_prefect_server, timeout=120) as client:
+        flow = client.post("/flows/", json={"name": "read-then-write"}).raise_for_status().json()
+        run = client.post("/flow_runs/", json={"flow_id": flow["id"], "name": "racing"}).raise_for_status().json()
+    statuses: list[int] = []
+
+    def create(worker: int) -> None:
+        with httpx.Client(base_url=cli_prefect_server, timeout=120) as client:
+            for i in range(15):
+                statuses.append(client.post("/task_runs/", json={
+                    "flow_run_id": run["id"], "task_key": f"racer-{worker}", "dynamic_key": str(i),
+                    "name": f"racer-{worker}-{i}"}).status_code)
+
+    racers = [threading.Thread(target=create, args=(worker,)) for worker in range(8)]
+    for racer in racers:
+        racer.start()
+    for racer in racers:
+        racer.join()
+    assert statuses == [201] * 120
