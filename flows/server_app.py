@@ -23,7 +23,9 @@ def create_app() -> Any:
     from prefect.server.api.server import create_app as prefect_app
     from prefect.server.database.configurations import AioSqliteConfiguration
 
-    AioSqliteConfiguration.begin_transaction = _immediate(AioSqliteConfiguration.begin_transaction)
+    begin = getattr(AioSqliteConfiguration, "begin_transaction", None)
+    if begin is not None:  # a Prefect without it serves its app as it is
+        AioSqliteConfiguration.begin_transaction = _immediate(begin)
     return prefect_app()
 
 
