@@ -5,8 +5,10 @@ in a fresh folder (the Prefect home is shared and warm after the first run, as a
 
     python bench/cpu_split.py                          # toolscale generate, 3 runs
     python bench/cpu_split.py --runs 5 -- generate --domains bank,weather
+    python bench/cpu_split.py --runs 1 --timeline 3    # and how busy each kind kept the cores, every 3 s
 
-Processes are sampled every 0.2 s, so one that lives less than that (none of toolscale's do) is missed.
+A timeline shows where cores sat idle: a run whose stages had finished while its flow still waited on
+Prefect showed seconds of ~0 busy cores before report.json. Processes are sampled every 0.2 s, so one that lives less than that (none of toolscale's do) is missed.
 """
 
 from __future__ import annotations
@@ -39,7 +41,10 @@ def kind(cmdline: list[str]) -> str:
     return "cli" if "toolscale" in text else "other"
 
 
-def measure(args: list[str], cwd: Path) -> tuple[float, dict[str, float]]:
+def measure(args: list[str], cwd: Path,
+            timeline: list[tuple[float, dict[str, float]]] | None = None) -> tuple[float, dict[str, float]]:
+    """Wall seconds and CPU seconds by kind; `timeline` gets (seconds since start, CPU by kind so far)
+    at every sample."""
     exe = shutil.which("toolscale")
     cmd = [exe, *args] if exe else [sys.executable, "-m", "toolscale.flows.cli", *args]
     start = time.perf_counter()
@@ -58,19 +63,39 @@ def measure(args: list[str], cwd: Path) -> tuple[float, dict[str, float]]:
                     seen[p.pid] = (name, times.user + times.system)
             except psutil.Error:  # ended between listing and reading: its last sample stands
                 pass
+        if timeline is not None:
+            timeline.append((time.perf_counter() - start, _by_kind(seen)))
         time.sleep(0.2)
     wall = time.perf_counter() - start
     if proc.returncode != 0:  # said, and measured all the same: a failed domain is part of the run
         print(f"{' '.join(cmd)} exited {proc.returncode}: {proc.stderr.read().strip().splitlines()[-1:]}")
+    return wall, _by_kind(seen)
+
+
+def _by_kind(seen: dict[int, tuple[str, float]]) -> dict[str, float]:
     split: dict[str, float] = defaultdict(float)
     for name, cpu in seen.values():
         split[name] += cpu
-    return wall, split
+    return split
+
+
+def print_timeline(timeline: list[tuple[float, dict[str, float]]], step: float) -> None:
+    """Cores kept busy in each `step` seconds, in all and by kind of process."""
+    print(f"\ncores busy, every {step:g} s (last run):")
+    last_t, last = 0.0, {}
+    for t, cpu in timeline:
+        if t - last_t >= step or (t, cpu) == timeline[-1]:
+            busy = {k: (v - last.get(k, 0.0)) / (t - last_t) for k, v in cpu.items()}
+            kinds = "  ".join(f"{k} {b:.2f}" for k, b in busy.items() if b >= 0.05)
+            print(f"  {last_t:6.1f}-{t:6.1f} s  {sum(busy.values()):4.2f}  {kinds}")
+            last_t, last = t, cpu
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--timeline", type=float, default=0, metavar="SECONDS",
+                        help="also print the last run's busy cores every SECONDS")
     parser.add_argument("args", nargs="*", default=["generate"], help="the toolscale command (after --)")
     options = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="toolscale-cpu-"))
@@ -78,7 +103,8 @@ def main() -> None:
     walls, splits = [], defaultdict(list)
     for i in range(options.runs):
         (work / f"run{i}").mkdir()
-        wall, split = measure(options.args, work / f"run{i}")
+        timeline: list[tuple[float, dict[str, float]]] = []
+        wall, split = measure(options.args, work / f"run{i}", timeline)
         walls.append(wall)
         for name in ("cli", "prefect server", "workers", "second interpreters", "other"):
             splits[name].append(split.get(name, 0.0))
@@ -91,6 +117,8 @@ def main() -> None:
           f"cores busy on average")
     for name, values in splits.items():
         print(f"    {name:20} {statistics.median(values):6.1f} s")
+    if options.timeline > 0:
+        print_timeline(timeline, options.timeline)
     shutil.rmtree(work, ignore_errors=True)
 
 
