@@ -10,33 +10,31 @@ it: 18 such sleeps in a default run on 2 cores, the run's flow trailing its fini
 timeout (60 s), so none fails. One local user's requests lose nothing by taking turns.
 
 Runs in the server's process (uvicorn --factory toolscale.flows.server_app:create_app), so it imports
-nothing of toolscale.
+nothing of toolscale, and only there.
 """
 
 from __future__ import annotations
 
-import functools
 from typing import Any
+
+from prefect.server.api.server import create_app as prefect_app
+from prefect.server.database.configurations import AioSqliteConfiguration
+from prefect.server.database.dependencies import MODELS_DEPENDENCIES
+from prefect.server.utilities.database import get_dialect
+from prefect.settings import PREFECT_API_DATABASE_CONNECTION_URL
+
+
+class ImmediateSqliteConfiguration(AioSqliteConfiguration):
+    """Prefect's SQLite configuration, each transaction begun as Prefect begins a locking one."""
+
+    def begin_transaction(self, session: Any, with_for_update: bool = False) -> Any:
+        return super().begin_transaction(session, with_for_update=True)
 
 
 def create_app() -> Any:
-    from prefect.server.api.server import create_app as prefect_app
-    from prefect.server.database.configurations import AioSqliteConfiguration
-
-    begin = getattr(AioSqliteConfiguration, "begin_transaction", None)
-    if begin is not None:  # a Prefect without it serves its app as it is
-        AioSqliteConfiguration.begin_transaction = _immediate(begin)
+    """Prefect's app, with the database configuration Prefect would make for a SQLite URL
+    (database/dependencies.py, a dependency callers may set) begun IMMEDIATE; Prefect's own otherwise."""
+    url = PREFECT_API_DATABASE_CONNECTION_URL.value()
+    if get_dialect(url).name == "sqlite":
+        MODELS_DEPENDENCIES["database_config"] = ImmediateSqliteConfiguration(connection_url=url)
     return prefect_app()
-
-
-def _immediate(begin_transaction: Any) -> Any:
-    """`begin_transaction(session, with_for_update=...)` as Prefect begins a locking one: IMMEDIATE."""
-    if getattr(begin_transaction, "immediate", False):  # already wrapped (an app made twice in one process)
-        return begin_transaction
-
-    @functools.wraps(begin_transaction)
-    def begin_immediate(self: Any, session: Any, *args: Any, **kwargs: Any) -> Any:
-        return begin_transaction(self, session, with_for_update=True)
-
-    begin_immediate.immediate = True  # type: ignore[attr-defined]
-    return begin_immediate

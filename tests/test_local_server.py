@@ -12,8 +12,10 @@ import ssl
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 
+import httpx
 import psutil
 import pytest
 
@@ -161,10 +163,6 @@ def test_requests_that_read_then_write_at_once_never_find_the_database_locked(cl
     DEFERRED, so requests racing each other on SQLite got 503 "database is locked" (38 of 60 in one
     try here) and Prefect's client slept 2 s before each retry; the local server's app begins them
     IMMEDIATE and every one succeeds at its first try. Raw requests, so no retry hides a 503."""
-    import threading
-
-    import httpx
-
     with httpx.Client(base_url=cli_prefect_server, timeout=120) as client:
         flow = client.post("/flows/", json={"name": "read-then-write"}).raise_for_status().json()
         run = client.post("/flow_runs/", json={"flow_id": flow["id"], "name": "racing"}).raise_for_status().json()
