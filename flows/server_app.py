@@ -9,12 +9,18 @@ it: 18 such sleeps in a default run on 2 cores, the run's flow trailing its fini
 8 s. An IMMEDIATE transaction takes the write lock when it begins, waiting for it under SQLite's busy
 timeout (60 s), so none fails. One local user's requests lose nothing by taking turns.
 
+A new SQLite database starts as a copy of a migrated template (flows/database_template.py), before
+Prefect's start, which then finds it at its head.
+
 Runs in the server's process (uvicorn --factory toolscale.flows.server_app:create_app), so it imports
-nothing of toolscale, and only there.
+nothing of toolscale but its database template, and only there.
 """
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import Any
 
 from prefect.server.api.server import create_app as prefect_app
@@ -22,6 +28,9 @@ from prefect.server.database.configurations import AioSqliteConfiguration
 from prefect.server.database.dependencies import MODELS_DEPENDENCIES
 from prefect.server.utilities.database import get_dialect
 from prefect.settings import PREFECT_API_DATABASE_CONNECTION_URL
+from sqlalchemy.engine import make_url
+
+from .database_template import seed_new_database
 
 
 class ImmediateSqliteConfiguration(AioSqliteConfiguration):
@@ -33,8 +42,22 @@ class ImmediateSqliteConfiguration(AioSqliteConfiguration):
 
 def create_app() -> Any:
     """Prefect's app, with the database configuration Prefect would make for a SQLite URL
-    (database/dependencies.py, a dependency callers may set) begun IMMEDIATE; Prefect's own otherwise."""
+    (database/dependencies.py, a dependency callers may set) begun IMMEDIATE and a new database file
+    seeded from the template before Prefect's start; Prefect's own otherwise."""
     url = PREFECT_API_DATABASE_CONNECTION_URL.value()
-    if get_dialect(url).name == "sqlite":
-        MODELS_DEPENDENCIES["database_config"] = ImmediateSqliteConfiguration(connection_url=url)
-    return prefect_app()
+    if get_dialect(url).name != "sqlite":
+        return prefect_app()
+    MODELS_DEPENDENCIES["database_config"] = ImmediateSqliteConfiguration(connection_url=url)
+    app = prefect_app()
+    database = make_url(url).database
+    if database and database != ":memory:" and not database.startswith("file:"):
+        prefects_start = app.router.lifespan_context
+
+        @asynccontextmanager
+        async def seeded_start(app: Any) -> AsyncIterator[None]:
+            await seed_new_database(Path(database))
+            async with prefects_start(app):
+                yield
+
+        app.router.lifespan_context = seeded_start
+    return app

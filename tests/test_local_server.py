@@ -8,12 +8,14 @@ from __future__ import annotations
 import json
 import os
 import signal
+import sqlite3
 import ssl
 import subprocess
 import sys
 import textwrap
 import threading
 import time
+from pathlib import Path
 
 import httpx
 import psutil
@@ -181,3 +183,42 @@ def test_requests_that_read_then_write_at_once_never_find_the_database_locked(cl
     for racer in racers:
         racer.join()
     assert statuses == [201] * 120
+
+
+def test_a_new_database_starts_as_a_copy_of_the_template_which_a_damaged_one_is_built_again(tmp_path):
+    """The first start builds the template in the user's cache (here a damaged one is there); a
+    server on another new home then starts on a copy of it: a variable put into the template is there."""
+    cache = tmp_path / "cache"
+    env = {**os.environ, "XDG_CACHE_HOME": str(cache)}
+    env.pop("PREFECT_API_URL", None)
+    template = subprocess.run([sys.executable, "-c", "from toolscale.flows.database_template import template_path; "
+                               "print(template_path())"], env=env, capture_output=True, text=True, check=True)
+    template = Path(template.stdout.strip())
+    template.parent.mkdir(parents=True)
+    template.write_bytes(b"SQLite format 3\x00" + b"\x00" * 4000)  # cut short by a full disk, say
+    script = textwrap.dedent("""
+        import json, sys
+        from toolscale.flows.settings import configure_prefect
+        configure_prefect()
+        from toolscale.flows import local_server
+        local_server.ensure_started(lambda line: None)
+        from prefect.client.orchestration import get_client
+        with get_client(sync_client=True) as client:
+            variable = client.read_variable_by_name("from-the-template")
+        print(json.dumps(variable and variable.value))
+    """)
+
+    def start(home: str) -> str:
+        done = subprocess.run([sys.executable, "-c", script], env={**env, "PREFECT_HOME": str(tmp_path / home)},
+                              cwd=tmp_path, capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stderr[-2000:]
+        return done.stdout.splitlines()[-1]
+
+    assert start("first") == "null"
+    with sqlite3.connect(template) as db:
+        assert db.execute("PRAGMA quick_check").fetchone() == ("ok",)
+        assert db.execute("SELECT count(*) FROM block_type").fetchone()[0] > 0  # its blocks are registered
+        db.execute("""INSERT INTO variable (name, value) VALUES ('from-the-template', '"yes"')""")
+    db.close()
+    assert start("second") == '"yes"'
+    assert not [p.name for p in template.parent.iterdir() if p != template]  # no scratch copies left behind
