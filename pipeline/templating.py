@@ -50,7 +50,17 @@ def _plural(noun: str, count: Any) -> str:
     return noun + ("es" if noun.endswith(("s", "x", "ch", "sh")) else "s")
 
 
-_ENV = SandboxedEnvironment(undefined=StrictUndefined, keep_trailing_newline=False)
+class _Environment(SandboxedEnvironment):
+    """Jinja's sandbox, each template's globals a plain dict: Jinja chains them to the environment's
+    (a ChainMap), and every render copies them into a new context, which made that copy ~2/3 of an
+    expression's cost (14 of 21 µs; 4.5 µs with a dict). A copy protects the environment's globals as
+    the chain does; they are not changed after this module is set up."""
+
+    def make_globals(self, d: dict[str, Any] | None) -> dict[str, Any]:  # type: ignore[override]
+        return {**self.globals, **(d or {})}
+
+
+_ENV = _Environment(undefined=StrictUndefined, keep_trailing_newline=False)
 _ENV.filters.update(ascii=_ascii, money=_money, plural=_plural)
 
 
