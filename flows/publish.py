@@ -23,7 +23,8 @@ from prefect.cache_policies import NO_CACHE
 from toolscale.domains.splits import TEST_FRACTION
 from toolscale.pipeline.card import with_repo_id
 from toolscale.pipeline.export import atomic_write
-from toolscale.pipeline.publication import build_publication, exporter_modules, exporter_names, exporters
+from toolscale.pipeline.publication import (build_publication, exporter_modules, exporter_names, exporters,
+                                           useful_workers)
 from toolscale.pipeline.rows import Run, read_run, stable_report
 from toolscale.pipeline.workers import cores
 
@@ -82,7 +83,7 @@ def read_stage(out: Path) -> Run:
 
 @task(name="dataset-and-packages", cache_policy=NO_CACHE)
 def publication_stage(run: Run, test_fraction: float) -> tuple[dict[str, Any], dict[str, Any]]:
-    return build_publication(run, test_fraction, workers=cores())
+    return build_publication(run, test_fraction, workers=useful_workers(run, cores()))
 
 
 @flow(name="publish")
