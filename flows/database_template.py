@@ -18,6 +18,7 @@ import hashlib
 import os
 import shutil
 import sqlite3
+from collections.abc import Callable
 from pathlib import Path
 
 
@@ -98,7 +99,7 @@ def _backup(source: Path, target: Path) -> None:
         dst.close()
 
 
-def _publish(source: Path, target: Path, copy) -> None:
+def _publish(source: Path, target: Path, copy: Callable[[Path, Path], object]) -> None:
     """Copy `source` to `target` whole or not at all, and never over a file another process put
     there first (two runs starting on one new home share the first one's database)."""
     partial = target.with_name(f".{target.name}-{os.getpid()}.partial")
