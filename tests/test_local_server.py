@@ -188,11 +188,10 @@ def test_requests_that_read_then_write_at_once_never_find_the_database_locked(cl
 def test_a_new_database_starts_as_a_copy_of_the_template_which_a_damaged_one_is_built_again(tmp_path):
     """The first start builds the template in the user's cache (here a damaged one is there); a
     server on another new home then starts on a copy of it: a variable put into the template is there."""
-    cache = tmp_path / "cache"
-    env = {**os.environ, "XDG_CACHE_HOME": str(cache)}
-    env.pop("PREFECT_API_URL", None)
+    cache = {"XDG_CACHE_HOME": str(tmp_path / "cache")}
     template = subprocess.run([sys.executable, "-c", "from toolscale.flows.database_template import template_path; "
-                               "print(template_path())"], env=env, capture_output=True, text=True, check=True)
+                               "print(template_path())"], env={**os.environ, **cache}, capture_output=True, text=True,
+                              check=True)
     template = Path(template.stdout.strip())
     template.parent.mkdir(parents=True)
     template.write_bytes(b"SQLite format 3\x00" + b"\x00" * 4000)  # cut short by a full disk, say
@@ -209,8 +208,8 @@ def test_a_new_database_starts_as_a_copy_of_the_template_which_a_damaged_one_is_
     """)
 
     def start(home: str) -> str:
-        done = subprocess.run([sys.executable, "-c", script], env={**env, "PREFECT_HOME": str(tmp_path / home)},
-                              cwd=tmp_path, capture_output=True, text=True, timeout=300)
+        done = subprocess.run([sys.executable, "-c", script], env={**_env(tmp_path / home), **cache}, cwd=tmp_path,
+                              capture_output=True, text=True, timeout=300)
         assert done.returncode == 0, done.stderr[-2000:]
         return done.stdout.splitlines()[-1]
 
