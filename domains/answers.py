@@ -131,7 +131,7 @@ class Judged:
     label: str | None = None  # the output field it was read from, in words
 
     def assertion(self) -> str:
-        what = f"the {self.label}, {self.value}" if self.label else self.value
+        what = f"the {self.label}: {self.value}" if self.label else self.value
         return f"The agent tells the user {what}."
 
 

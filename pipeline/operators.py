@@ -25,6 +25,7 @@ from toolscale.domains import Domain, Environment, replay
 from toolscale.domains.dates import SAID_FORMS, relative_dates
 from toolscale.domains.matching import appears_in, normalize_text
 from toolscale.domains.tasks import Action, Task
+from toolscale.quality.wording import without_restraints
 
 from .phrasing import continuing, merge_sentences
 
@@ -92,6 +93,13 @@ def _no_check(outputs: list[Any]) -> str | None:
     return None
 
 
+def _beside(task: Task, other: Task) -> str:
+    """The task's instructions as one of two requests: a read's "Do not buy anything." does not hold
+    beside a request that changes something, nor "do not ask for anything else" beside any."""
+    return without_restraints(task.user_scenario.instructions.task_instructions,
+                              all_of_them=task.meta.kind == "read" and other.meta.kind == "write")
+
+
 # ---------------------------------------------------------------------------------- operators
 _JOINS = ("Once that is done, {}", "After that, {}", "When that is sorted, {}", "Then {}")
 
@@ -107,10 +115,10 @@ def compose(a: Task, b: Task, rng: random.Random | None = None) -> Draft | None:
         a, Operator.COMPOSITION, actions=[*a.evaluation_criteria.actions, *[x for x, _ in kept]],
         intent=f"{a.meta.intent}+{b.meta.intent}",
         communicate=[*a.evaluation_criteria.communicate_info, *b.evaluation_criteria.communicate_info],
-        nl=[*a.evaluation_criteria.nl_assertions, *b.evaluation_criteria.nl_assertions],
+        nl=list(dict.fromkeys([*a.evaluation_criteria.nl_assertions, *b.evaluation_criteria.nl_assertions])),
         reason_for_call=f"{ia.reason_for_call} In the same call, {continuing(ib.reason_for_call)}",
         known_info=merge_sentences(ia.known_info, ib.known_info), unknown_info=merge_sentences(ia.unknown_info, ib.unknown_info),
-        task_instructions=f"{ia.task_instructions} {(rng or random.Random(0)).choice(_JOINS).format(continuing(ib.task_instructions))}")
+        task_instructions=f"{_beside(a, b)} {(rng or random.Random(0)).choice(_JOINS).format(continuing(_beside(b, a)))}")
     variant.meta.hardening[:] = sorted({*a.meta.hardening, *b.meta.hardening}) + [Operator.COMPOSITION.value]
     return variant, _same_outputs([o for _, o in kept], len(a.evaluation_criteria.actions))
 
@@ -224,8 +232,8 @@ def conditional(a: Task, b: Task, domain: Domain, env: Environment, rng: random.
         known_info=merge_sentences(ia.known_info, ib.known_info),
         unknown_info=merge_sentences(ia.unknown_info, ib.unknown_info, f"You do not know the {label} on your {noun}."),
         task_instructions=f"First ask the agent what the {label} on your {noun} is. If it is more than "
-                          f"{_spell(threshold)}: {continuing(ia.task_instructions)} If it is not, say \"then I'd "
-                          f"rather not\" and instead {continuing(ib.task_instructions)}")
+                          f"{_spell(threshold)}: {continuing(_beside(a, b))} If it is not, say \"then I'd "
+                          f"rather not\" and instead {continuing(_beside(b, a))}")
     check = _no_check if go_a else _same_outputs(rest_b, len(asked))
     return variant, check
 

@@ -10,7 +10,7 @@ from .gates import GateContext, failed, passed
 
 class CheckabilityGate:
     """Each communicate_info value answers a question of the user's, is in answer form, once, and is
-    neither brittle nor vacuous.
+    neither brittle nor vacuous; each nl_assertion is listed once.
 
     Brittle: a correct reply can miss it ("17000000.00" when the agent says "17,000,000"). Vacuous:
     a wrong reply contains it ("0", "W", a number the user said). Synthesis shapes values this way
@@ -34,4 +34,8 @@ class CheckabilityGate:
             kind = weakness(info, user_text, values, ctx.first_replay.outputs)
             if kind:
                 return failed(f"communicate_info {info!r} cannot be graded: {WHY[kind]}")
+        assertions = ctx.task.evaluation_criteria.nl_assertions
+        twice = next((a for a in assertions if assertions.count(a) > 1), None)
+        if twice:
+            return failed(f"nl_assertion {twice!r} is listed twice")
         return passed()

@@ -42,9 +42,44 @@ _CLAUSE_STARTS = {"have", "ask", "then", "and", "but", "the", "a", "an", "make",
                   "add", "order", "place", "subscribe", "register", "send", "give", "when", "after", "at", "do"}
 _COLON_CLAUSE = re.compile(r"[a-z]: ([A-Z][a-z]*)\b")
 
+# A restraint keeps the user from asking for more than their request: a read intent's "Do not buy
+# anything." makes its user turn down an agent's offer to book. It holds for that request alone: joined
+# to another intent's request that changes something, it contradicts it (pipeline/operators.py drops it).
+_RESTRAINT = re.compile(r"^(?:you have not decided yet,? so |you are only researching[,;]? )?"
+                        r"(?:(?:do not|don't|you do not want to|you don't want to) (?!volunteer|give|say|tell|share)\w+"
+                        r"|you (?:only|just) want (?:the )?information|you are only researching)\b", re.I)
+# A blanket restraint forbids every change ("Do not change anything today."), so no task that changes
+# something may say it; "do not ask for anything else" restrains the other requests of a joined task.
+_BLANKET = re.compile(r"\b(?:anything(?! else)|any money|want (?:the )?information|only researching)\b", re.I)
+_ANYTHING_ELSE = re.compile(r"\banything else\b", re.I)
+_CLAUSE_END = re.compile(r"(?<=[.!?;])\s+")
+
 
 def sentences(text: str | None) -> list[str]:
     return [s.strip() for s in _SENTENCE_END.split(text or "") if s.strip()]
+
+
+def restraints(text: str | None) -> list[str]:
+    """The clauses of `text` (its sentences, and their parts after a ';') that are restraints."""
+    return [c for c in _CLAUSE_END.split(text or "") if _RESTRAINT.match(c.strip())]
+
+
+def without_restraints(text: str, *, all_of_them: bool) -> str:
+    """`text` for a request joined to another: without its "nothing else" restraints, and with
+    `all_of_them`, without any (the other request changes something)."""
+    kept: list[str] = []
+    dropped = False
+    for clause in _CLAUSE_END.split(text.strip()):
+        if _RESTRAINT.match(clause) and (all_of_them or _ANYTHING_ELSE.search(clause)):
+            if kept and kept[-1].endswith(";") and clause[-1] in ".!?":  # "... first; do not ask for more."
+                kept[-1] = kept[-1][:-1] + clause[-1]
+            dropped = True
+            continue
+        if dropped and (not kept or kept[-1][-1] in ".!?"):  # "Do not pay yet; ask ..." starts anew
+            clause = clause[:1].upper() + clause[1:]
+        kept.append(clause)
+        dropped = False
+    return " ".join(kept)
 
 
 def _values(task: Task) -> list[str]:
@@ -97,8 +132,9 @@ def wording_defect(task: Task) -> str | None:
 
 
 class WordingGate:
-    """The user's text has no template artifacts, no repeated sentences and a persona, and
-    `meta.kind` is "write" exactly when a gold call other than an identity check changes the state."""
+    """The user's text has no template artifacts, no repeated sentences and a persona;
+    `meta.kind` is "write" exactly when a gold call other than an identity check changes the state,
+    and the user of a task that changes something is not told to change nothing."""
 
     name = "wording"
 
@@ -112,4 +148,9 @@ class WordingGate:
         if writes != (ctx.task.meta.kind == "write"):
             return failed(f"meta.kind is {ctx.task.meta.kind!r} but the gold {'changes' if writes else 'does not change'}"
                           " the state")
+        request = ctx.task.user_scenario.instructions
+        blanket = next((r for r in restraints(f"{request.reason_for_call} {request.task_instructions}")
+                        if _BLANKET.search(r)), None)
+        if writes and blanket:
+            return failed(f"the user is told {blanket.strip()!r}, yet the gold changes the state")
         return passed()

@@ -62,8 +62,8 @@ def test_shaping_splits_lists_drops_duplicates_and_judges_the_rest():
                             "Risotto ai funghi"], "You booked a table for 2026-10-14.", outputs)
     assert shaped.communicate == ["Tagliatelle al ragu", "Risotto ai funghi", "18:00"]
     assert [j.value for j in shaped.judged] == ["none", "0"]
-    assert shaped.assertions() == ["The agent tells the user the deposit status, none.",
-                                   "The agent tells the user the fee, 0."]
+    assert shaped.assertions() == ["The agent tells the user the deposit status: none.",
+                                   "The agent tells the user the fee: 0."]
 
 
 def test_a_timestamp_whose_date_the_user_lacks_is_judged():
@@ -94,6 +94,15 @@ def test_the_gate_fails_brittle_vacuous_and_duplicated_answers(library_tasks, va
     loan = task.evaluation_criteria.communicate_info[0]
     verdict = CheckabilityGate().check(GateContext(env, _with_communicate(task, values(loan))))
     assert not verdict.passed and reason in verdict.reason
+
+
+def test_the_gate_fails_an_nl_assertion_listed_twice(library_tasks):
+    env, tasks = library_tasks
+    said = "The agent tells the user the deposit: 0."
+    for assertions, passes in (([said], True), ([said, said], False)):
+        criteria = tasks[0].evaluation_criteria.model_copy(update={"nl_assertions": assertions})
+        verdict = CheckabilityGate().check(GateContext(env, tasks[0].model_copy(update={"evaluation_criteria": criteria})))
+        assert verdict.passed == passes and (passes or "listed twice" in verdict.reason)
 
 
 def test_the_gate_fails_an_answer_the_user_already_says(library_tasks):

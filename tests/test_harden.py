@@ -19,7 +19,7 @@ from toolscale.pipeline.phrasing import continuing, merge_sentences
 from toolscale.pipeline.synthesizer import OfflineSynthesizer
 from toolscale.quality.gates import GateContext
 from toolscale.quality.gating import run_gates
-from toolscale.quality.wording import WordingGate
+from toolscale.quality.wording import WordingGate, restraints
 
 
 def _synthesized(name: str):
@@ -81,6 +81,27 @@ def test_composition_joins_two_requests_of_one_user(bank):
     assert variant.meta.intent == f"check_balance+{second.meta.intent}"
     assert "In the same call" in variant.user_scenario.instructions.reason_for_call
     assert set(first.evaluation_criteria.communicate_info) <= set(variant.evaluation_criteria.communicate_info)
+
+
+def test_a_reads_restraint_is_dropped_beside_a_request_that_changes_something(bank):
+    _, _, base, _, _ = bank
+    restrained = [(x, y) for x, y in _pairs(base) if restraints(x.user_scenario.instructions.task_instructions)]
+    joined = {y.meta.kind: (x, y, made[0]) for x, y in restrained if (made := compose(x, y, random.Random(0)))}
+    assert set(joined) == {"read", "write"}
+    for kind, (x, y, variant) in joined.items():
+        said = variant.user_scenario.instructions.task_instructions
+        kept = all(r in said for r in restraints(x.user_scenario.instructions.task_instructions))
+        assert kept == (kind == "read"), said  # "Do not move any money." stays beside a question, not a payment
+        assert said.startswith(x.user_scenario.instructions.task_instructions.split(".")[0])
+
+
+def test_a_composition_asks_each_judged_fact_once(bank):
+    _, _, base, _, _ = bank
+    first, second = next((x, y) for x, y in _pairs(base) if compose(x, y))
+    said = "The agent tells the user the fee: 0."
+    judged = [t.model_copy(update={"evaluation_criteria": t.evaluation_criteria.model_copy(
+        update={"nl_assertions": [said]})}) for t in (first, second)]
+    assert compose(*judged)[0].evaluation_criteria.nl_assertions == [said]
 
 
 def _pairs(base):

@@ -15,7 +15,7 @@ from toolscale.domains.tasks import (Action, Description, EvaluationCriteria, Li
 from toolscale.pipeline import phrasing
 from toolscale.pipeline.templating import render_text
 from toolscale.quality.gates import GateContext
-from toolscale.quality.wording import WordingGate, skeleton, wording_defect
+from toolscale.quality.wording import WordingGate, restraints, skeleton, without_restraints, wording_defect
 
 TODAY = date(2026, 10, 8)
 PERSONA = "You are a retired teacher from Lyon who is polite and likes to double-check figures."
@@ -82,6 +82,50 @@ def test_kind_must_say_whether_the_gold_changes_more_than_an_identity_check(bank
         flipped = task.model_copy(update={"meta": task.meta.model_copy(update={"kind": wrong})})
         verdict = gate.check(GateContext(env, flipped))
         assert not verdict.passed and verdict.reason.startswith(f"meta.kind is {wrong!r}")
+
+
+RESTRAINED = [  # (a request with its restraints, the request alone, the request without "nothing else")
+    ("Ask the price of a monthly season ticket. Do not buy anything.", "Ask the price of a monthly season ticket.",
+     "Ask the price of a monthly season ticket. Do not buy anything."),
+    ("Ask why you cannot register; do not ask for anything else.", "Ask why you cannot register.",
+     "Ask why you cannot register."),
+    ("Ask how late the train was. Do not make a claim today; you only want the information.",
+     "Ask how late the train was.", "Ask how late the train was. Do not make a claim today; you only want the information."),
+    ("Ask for the next tour. You are only researching; do not book anything.", "Ask for the next tour.",
+     "Ask for the next tour. You are only researching; do not book anything."),
+    ("Ask the refund. You have not decided yet, so do not cancel. Ask the fee too.", "Ask the refund. Ask the fee too.",
+     "Ask the refund. You have not decided yet, so do not cancel. Ask the fee too."),
+    ("Do not pay yet; ask what is due at Wolff e.K. today.", "Ask what is due at Wolff e.K. today.",
+     "Do not pay yet; ask what is due at Wolff e.K. today."),
+    # not restraints: what the user holds back, a detail of the request itself
+    ("Ask for the balance. Do not volunteer your email; give it only when asked.",) * 3,
+    ('Have 1 x "Yoga Mat" added to your cart (do not check out) and ask the total.',) * 3,
+]
+
+
+@pytest.mark.parametrize("text, alone, no_more", RESTRAINED)
+def test_a_request_joined_to_another_loses_the_restraints_that_would_contradict_it(text, alone, no_more):
+    assert without_restraints(text, all_of_them=True) == alone
+    assert without_restraints(text, all_of_them=False) == no_more
+    assert bool(restraints(text)) == (alone != text)
+
+
+def _told_also(task: Task, sentence: str) -> Task:
+    said = task.user_scenario.instructions
+    told = said.model_copy(update={"task_instructions": f"{said.task_instructions} {sentence}"})
+    return task.model_copy(update={"user_scenario": task.user_scenario.model_copy(update={"instructions": told})})
+
+
+def test_a_task_that_changes_something_may_not_tell_its_user_to_change_nothing(bank_run):
+    _, env, accepted, _ = bank_run
+    write = next(t for t in accepted if t.meta.intent == "transfer_to_savings")
+    read = next(t for t in accepted if t.meta.intent == "check_balance")
+    gate = WordingGate()
+    assert gate.check(GateContext(env, _told_also(read, "Do not change anything today."))).passed
+    assert gate.check(GateContext(env, _told_also(write, "Do not change anything else."))).passed
+    verdict = gate.check(GateContext(env, _told_also(write, "Do not change anything today.")))
+    assert not verdict.passed and verdict.reason == "the user is told 'Do not change anything today.', yet the gold " \
+                                                   "changes the state"
 
 
 def test_plural_filter_follows_the_count():

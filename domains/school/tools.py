@@ -627,7 +627,7 @@ def request_transcript(student_id: str, delivery: Literal["electronic", "mail"],
     Args:
         student_id: The student's id, e.g. "STU-000042".
         delivery: "electronic" or "mail", e.g. "electronic".
-        recipient: Email address (electronic) or postal recipient and address (mail), e.g. "admissions@gradschool.edu".
+        recipient: Email address (electronic), or the receiving office as the student names it (mail), e.g. "admissions@gradschool.edu".
         copies: Number of copies, e.g. 1.
     """
     student = verified_student(student_id)
