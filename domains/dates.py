@@ -55,7 +55,8 @@ def resolve(text: str, today: date) -> set[str]:
 
 
 _ISO_DATE = re.compile(r"\b(on |for )?(\d{4}-\d{2}-\d{2})\b")
-_ECHO = re.compile(r"\b(today|tomorrow|yesterday) \(\1\)", re.IGNORECASE)  # "2026-04-14 (today)" made "today (today)"
+# "2026-04-14 (today)" made "today (today)", and "today 2026-04-14" made "today today"
+_ECHO = re.compile(r"\b(today|tomorrow|yesterday) (?:\(\1\)|\1\b)", re.IGNORECASE)
 
 
 def _relative(match: re.Match[str], today: date) -> str:

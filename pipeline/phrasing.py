@@ -194,8 +194,9 @@ def _instruction_options(sentence: str, style: Style) -> list[str]:
         return [sentence]
     rest = sentence[len(words[0]) + 1:]
     options = [sentence, f"You'd like to {verb} {rest}", f"Make sure you {verb} {rest}"]
+    named = rest.startswith("the agent ")  # "Ask the agent to check ..." is not asked of "the agent" twice
     if verb == "ask":
-        options.append(f"Ask the agent {rest}")
+        options += [] if named else [f"Ask the agent {rest}"]
         if words[1] in _WH:
             options += [f"Find out {rest}", f"Make sure the agent tells you {rest}"]
         elif words[1] == "for":
@@ -207,8 +208,8 @@ def _instruction_options(sentence: str, style: Style) -> list[str]:
     if style == "terse":
         options.append(f"Just {verb} {rest}")
     elif style == "chatty":
-        options += [f"Politely ask the agent {rest}"] if verb == "ask" else [f"See if you can {verb} {rest}",
-                                                                            f"Politely ask the agent to {verb} {rest}"]
+        options += [f"Politely ask {rest}" if named else f"Politely ask the agent {rest}"] if verb == "ask" else [
+            f"See if you can {verb} {rest}", f"Politely ask the agent to {verb} {rest}"]
     return options
 
 

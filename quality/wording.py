@@ -34,6 +34,7 @@ _DEFECTS = (
     (re.compile(r"\b(today|tomorrow|yesterday) \(\1\)", re.I), "a relative date glossed by itself"),
     (re.compile(r"\bon (?:last|next|this) " + _WEEKDAY + r"\b"), "a broken relative date ('on last ...')"),
     (re.compile(r"\bon (?:today|tomorrow|yesterday)\b(?!')"), "a broken relative date ('on today')"),
+    (re.compile(r"\b([a-z]+(?: [a-z]+){0,2}) \1\b"), "words said twice in a row ('the agent the agent')"),
 )
 # A capitalised word after a colon is a name ("Game: Atlanta Firebirds") unless it is one of
 # these, which only start a new clause: "Once that is done: Have ..." is two sentences glued.

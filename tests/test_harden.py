@@ -250,6 +250,7 @@ def test_merged_info_keeps_each_sentence_once():
     ("Go on 2026-06-24.", "Go in 9 days."),
     ("A table for 2026-06-16.", "A table for tomorrow."),
     ("Pay it on 2026-06-15 (today).", "Pay it today."),
+    ("Send what you see right now, today 2026-06-15.", "Send what you see right now, today."),
     ("Born on 1990-01-02.", "Born on 1990-01-02.")])
 def test_relative_dates_read_as_speech(text, said):
     assert relative_dates(text, date(2026, 6, 15)) == said

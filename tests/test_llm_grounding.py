@@ -270,7 +270,7 @@ def test_a_value_the_user_must_say_is_not_a_leak_but_a_judged_fact_and_the_task_
         accepted, rejected = run_gates([task], env)
     assert task.evaluation_criteria.communicate_info == [answer_form(f"{account['balance']:.2f}")]
     assert task.meta.judged_answers == ["echo"]
-    assert f"the account type, {account['account_type']}" in task.evaluation_criteria.nl_assertions[-1]
+    assert f"the account type: {account['account_type']}" in task.evaluation_criteria.nl_assertions[-1]
     assert [t.id for t in accepted] == [task.id] and not rejected
 
 

@@ -46,6 +46,8 @@ DEFECTS = [  # (field, defective text, the same text written properly, the defec
      "glossed by itself"),
     ("known_info", "You travelled on last Saturday.", "You travelled last Saturday.", "'on last"),
     ("reason_for_call", "You want a table on tomorrow.", "You want a table tomorrow.", "'on today'"),
+    ("task_instructions", "Ask the agent the agent to check the allergy.", "Ask the agent to check the allergy.",
+     "said twice in a row"),
     ("task_instructions", "Ask for the balance. Once that is done: Have the card blocked.",
      "Ask for the balance. Once that is done, have the card blocked.", "capitalised 'Have'"),
 ]
@@ -156,6 +158,13 @@ def test_the_grammar_keeps_every_value(style):
             for rewritten in (phrasing.reason_for_call(sentence, rng, style),
                               phrasing.task_instructions(sentence, rng, style)):
                 assert all(v in rewritten for v in _values(sentence)), (sentence, rewritten)
+
+
+@pytest.mark.parametrize("style", ["terse", "neutral", "chatty"])
+def test_a_request_already_put_to_the_agent_is_not_put_to_it_twice(style):
+    said = {phrasing.task_instructions("Ask the agent to check the allergy on your profile.", random.Random(seed), style)
+            for seed in range(60)}
+    assert len(said) > 2 and not [s for s in said if wording_defect(_task(task_instructions=s))], said
 
 
 def test_wondering_frames_only_a_question():

@@ -37,10 +37,10 @@ def wait_for(path: Path, words: str, proc: subprocess.Popen, timeout: float = 30
         time.sleep(0.05)
 
 
-def computing(log: Path, domains: tuple[str, ...] = ("bank", "weather")) -> bool:
-    """Some domain's stages are still computing (a domain's last stage, export, is said as it starts)."""
+def computing(log: Path) -> bool:
+    """Bank's or weather's stages are still computing (a domain's last stage, export, is said as it starts)."""
     said = log.read_text(errors="replace")
-    return not all(f"{domain}: export" in said for domain in domains)
+    return not all(f"{domain}: export" in said for domain in ("bank", "weather"))
 
 
 def wait_for_subflow(names: tuple[str, ...], since: str, proc: subprocess.Popen, timeout: float = 300) -> None:
@@ -115,16 +115,17 @@ def test_sigterm_while_prefects_server_starts_stops_it_and_the_stages(tmp_path):
 
 
 def test_ctrl_c_while_the_flow_runs_marks_its_runs_cancelled(tmp_path):
-    """Three domains on two lanes: the third computes only once a lane is free, so it is still computing
-    when a domain's subflow is first seen running, however late a busy machine shows it. (Waiting to see
-    bank's and then weather's, weather's had finished unseen in 1 of 3 full suites once its gate got faster.)"""
+    """Ctrl-C once a domain's subflow runs: the runs the server shows end Cancelled, whatever the stages
+    have done by then. Three domains on two lanes keep the third computing at that moment on a quiet
+    machine, but on a busy one the stages, which start before the flow, can all have finished before
+    Prefect shows a subflow (1 of 4 full suites on 2 cores); the flow still runs then (it exports and
+    publishes), which is what this test stops. A stop while the stages compute is the test above's."""
     env = dict(os.environ)  # PREFECT_API_URL: the test worker's server (tests/e2e/conftest.py), up already
     log = tmp_path / "run.log"
     since = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime())
     with open(log, "wb") as sink:
         proc = subprocess.Popen(command(*THREE, "--out", "out"), cwd=tmp_path, env=env, stdout=sink, stderr=sink)
     wait_for_subflow(("build-bank", "build-weather", "build-school"), since, proc)
-    assert computing(log, ("bank", "weather", "school")), "the stages finished before the run could be stopped"
     stop(proc, signal.SIGINT, log)
     with sqlite3.connect(Path(os.environ["PREFECT_HOME"]) / "prefect.db") as db:  # that server's (conftest)
         run_id, *stopped = db.execute(
