@@ -2,15 +2,19 @@
 
 It is written the way `toolscale generate` writes one (the offline synthesizer's stages, the gates,
 the exporters, report.json), without starting Prefect, for the given domains at a reduced scale
-(TOOLSCALE_TEST_SCALE, default 0.3; 1.0 gives the full-size run).
+(TOOLSCALE_TEST_SCALE, default 0.3; 1.0 gives the full-size run). `shared_folder` builds such an
+output once for all test workers of a session; tests read it, or copy it to change it.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import tempfile
+import shutil
+from collections.abc import Callable
 from pathlib import Path
+
+from filelock import FileLock
 
 from toolscale.domains import Environment, available_domains
 from toolscale.pipeline.publication import build_publication
@@ -22,7 +26,6 @@ from toolscale.quality.report import domain_funnel, totals
 
 SCALE = float(os.environ.get("TOOLSCALE_TEST_SCALE", "0.3"))
 SEED = 5
-_BUILT: dict[tuple[str, ...], Path] = {}
 
 
 def build_run(out: Path, domains: list[str], seed: int = SEED, scale: float = SCALE) -> Path:
@@ -51,11 +54,24 @@ def publish(out: Path) -> None:
     build_publication(read_run(out))
 
 
-def published_run(domains: tuple[str, ...] | None = None) -> Path:
-    """A published run of `domains` (all built-in ones by default), built on first use."""
+def shared_folder(tmp_path_factory, name: str, build: Callable[[Path], None]) -> Path:
+    """The folder `build(folder)` fills, built once per test session whichever worker asks first: in
+    the session's temporary root, which pytest-xdist's workers share, under a lock the others wait on.
+    A folder a failed build left behind is built again."""
+    base = tmp_path_factory.getbasetemp()
+    root = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+    folder, done = root / f"shared-{name}", root / f"shared-{name}.done"
+    with FileLock(str(root / f"shared-{name}.lock")):
+        if not done.exists():
+            shutil.rmtree(folder, ignore_errors=True)
+            folder.mkdir()
+            build(folder)
+            done.touch()
+    return folder
+
+
+def published_run(tmp_path_factory, domains: tuple[str, ...] | None = None) -> Path:
+    """A published run of `domains` (all built-in ones by default) at SCALE, built on first use."""
     domains = tuple(domains or available_domains())
-    if domains not in _BUILT:
-        out = Path(tempfile.mkdtemp(prefix="toolscale-published-")) / "out"
-        publish(build_run(out, list(domains)))
-        _BUILT[domains] = out
-    return _BUILT[domains]
+    return shared_folder(tmp_path_factory, f"published-{'+'.join(domains)}-{SCALE:g}",
+                         lambda folder: publish(build_run(folder / "out", list(domains)))) / "out"

@@ -30,8 +30,8 @@ DOMAINS = ("railway", "school")
 
 
 @pytest.fixture(scope="module")
-def out() -> Path:
-    return published_run(DOMAINS)
+def out(tmp_path_factory) -> Path:
+    return published_run(tmp_path_factory, DOMAINS)
 
 
 def accepted(out: Path) -> list[Task]:

@@ -20,10 +20,10 @@ DOMAINS = ("railway", "school")
 
 
 @pytest.fixture()
-def out(tmp_path) -> Path:
+def out(tmp_path, tmp_path_factory) -> Path:
     """A private copy of a published run, marked as the publish flow marks it."""
     copy = tmp_path / "out"
-    shutil.copytree(published_run(DOMAINS), copy)
+    shutil.copytree(published_run(tmp_path_factory, DOMAINS), copy)
     fields, summary = build_publication(read_run(copy))
     mark_published(copy, publication_key(copy), summary, fields)
     return copy

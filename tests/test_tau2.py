@@ -28,8 +28,8 @@ PACKAGE_FILES = ["__init__.py", "environment.py", "data_model.py", "tools.py", "
 
 
 @pytest.fixture(scope="module")
-def out() -> Path:
-    return published_run(DOMAINS)
+def out(tmp_path_factory) -> Path:
+    return published_run(tmp_path_factory, DOMAINS)
 
 
 def accepted(out: Path, name: str) -> list[Task]:

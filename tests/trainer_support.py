@@ -1,7 +1,7 @@
 """Shared by the trainer and eval tests: one generated bank output folder, and a scripted gold agent.
 
-`bank_output` runs the real `toolscale generate` once per test session (memoized here, because
-tests/ and tests/e2e/ share no conftest for it). `GoldAgent` is a `fallback` for the test LLM
+`bank_output` runs the real `toolscale generate` once per test session, for all test workers
+(tests/published_run.py's shared folder; tests read it). `GoldAgent` is a `fallback` for the test LLM
 server (tests/llm_server.py): it plays each task's gold trajectory over the chat API, as an agent,
 an expert, or the simulated user, and gives up on a seeded share of trials so pass^k has something to show.
 """
@@ -17,12 +17,11 @@ import zlib
 from pathlib import Path
 from typing import Any
 
+from published_run import shared_folder
 from toolscale.domains import Task
 from toolscale.agents.episode import STOP
 from toolscale.agents.toolbox import CALL_EXPERT, solo_instruction
 from toolscale.trainer.warmup import final_answer
-
-_OUTPUTS: dict[str, Path] = {}
 
 
 def toolscale(*args: str, cwd: Path, timeout: int = 900) -> subprocess.CompletedProcess:
@@ -33,12 +32,10 @@ def toolscale(*args: str, cwd: Path, timeout: int = 900) -> subprocess.Completed
 
 def bank_output(tmp_path_factory) -> Path:
     """A `toolscale generate --domains bank --scale 0.25` output folder, made once per session."""
-    if "bank" not in _OUTPUTS:
-        work = tmp_path_factory.mktemp("trainer-data")
+    def generate(work: Path) -> None:
         proc = toolscale("generate", "--domains", "bank", "--scale", "0.25", "--out", str(work / "out"), cwd=work)
         assert proc.returncode == 0, proc.stderr[-3000:]
-        _OUTPUTS["bank"] = work / "out"
-    return _OUTPUTS["bank"]
+    return shared_folder(tmp_path_factory, "trainer-bank", generate) / "out"
 
 
 def read_tasks(out: Path, domain: str = "bank") -> list[Task]:
