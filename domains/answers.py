@@ -173,12 +173,19 @@ def shape_answers(values: Sequence[str], user_text: str, outputs: Sequence[Any] 
     return shaped
 
 
+def _states(assertion: str, value: str) -> bool:
+    """Does the assertion say `value` whole ("the date 2026-04-15"; "0" is not in "10 EUR")?"""
+    return re.search(rf"(?<![\w.]){re.escape(value.lower())}(?![\w]|\.\d)", assertion.lower()) is not None
+
+
 def with_checkable_answers(task: Task) -> Task:
     """The task with its communicate_info shaped against what its user is told and its gold outputs;
     what cannot be graded by substring becomes an nl_assertion."""
     criteria = task.evaluation_criteria
     shaped = shape_answers(criteria.communicate_info, task.user_scenario.text(), task.meta.expected_outputs)
-    assertions = [*criteria.nl_assertions, *(a for a in shaped.assertions() if a not in criteria.nl_assertions)]
+    stated = [j.assertion() for j in shaped.judged  # a fact an assertion of the task's own states is not asked again
+              if not any(_states(assertion, j.value) for assertion in criteria.nl_assertions)]
+    assertions = [*criteria.nl_assertions, *(a for a in stated if a not in criteria.nl_assertions)]
     judged = [*task.meta.judged_answers, *(j.kind for j in shaped.judged)]
     return task.model_copy(update={
         "evaluation_criteria": criteria.model_copy(update={"communicate_info": shaped.communicate,

@@ -96,6 +96,19 @@ def test_the_gate_fails_brittle_vacuous_and_duplicated_answers(library_tasks, va
     assert not verdict.passed and reason in verdict.reason
 
 
+def test_a_fact_an_assertion_of_the_task_already_states_is_not_asked_of_the_judge_again(library_tasks):
+    _, tasks = library_tasks
+    for own, judged in (("The agent gives the due date 2026-03-16.", 0),  # said whole: not asked again
+                        ("The agent says the loan is due on 2026-03-160.", 1)):  # not this date
+        task = _with_communicate(tasks[0], [*tasks[0].evaluation_criteria.communicate_info, "2026-03-16"])
+        task = task.model_copy(update={"evaluation_criteria": task.evaluation_criteria.model_copy(
+            update={"nl_assertions": [own]})})
+        shaped = with_checkable_answers(task).evaluation_criteria
+        assert shaped.nl_assertions[0] == own and len(shaped.nl_assertions) == 1 + judged, shaped.nl_assertions
+        assert all(a.endswith(": 2026-03-16.") or a.endswith(" 2026-03-16.") for a in shaped.nl_assertions[1:])
+        assert shaped.communicate_info == tasks[0].evaluation_criteria.communicate_info
+
+
 def test_the_gate_fails_an_nl_assertion_listed_twice(library_tasks):
     env, tasks = library_tasks
     said = "The agent tells the user the deposit: 0."
