@@ -196,7 +196,8 @@ def _instruction_options(sentence: str, style: Style) -> list[str]:
     options = [sentence, f"You'd like to {verb} {rest}", f"Make sure you {verb} {rest}"]
     named = rest.startswith("the agent ")  # "Ask the agent to check ..." is not asked of "the agent" twice
     if verb == "ask":
-        options += [] if named else [f"Ask the agent {rest}"]
+        if not named:
+            options.append(f"Ask the agent {rest}")
         if words[1] in _WH:
             options += [f"Find out {rest}", f"Make sure the agent tells you {rest}"]
         elif words[1] == "for":

@@ -1,4 +1,5 @@
-"""Text a person would write: the wording gate, and the sentence skeleton used to measure variety.
+"""Text a person would write: the wording gate, the restraints a request joined to another loses,
+and the sentence skeleton used to measure variety.
 
 A skeleton is the user's request (reason_for_call and task_instructions) with every value the
 task is about masked: what is left is the sentence a template or grammar produced, so counting
