@@ -266,9 +266,25 @@ def _sentence_words(sentence: str) -> frozenset[str]:
     return frozenset(w.rstrip("s") for w in re.findall(r"[\w@.-]+", sentence.lower().rstrip(".!?")))
 
 
+_NOT_KNOWN = re.compile(r"You do not know ([^.;()]+)\.")  # a plain list: "your customer id or loan id"
+
+
+def _unknowns(sentence: str) -> list[str] | None:
+    """What a "You do not know A, B or C." sentence lists, or None for any other sentence."""
+    listed = _NOT_KNOWN.fullmatch(sentence)
+    if listed is None or " and " in listed.group(1):  # "..., and you no longer remember ..." is no list
+        return None
+    return re.split(r", | or ", listed.group(1))
+
+
+def _one_list(items: list[str]) -> str:
+    return items[0] if len(items) == 1 else f"{', '.join(items[:-1])} or {items[-1]}"
+
+
 def merge_sentences(*texts: str | None) -> str:
     """The sentences of `texts` once each: one whose words another kept sentence already holds
-    ("... customer id." beside "... customer id or account numbers.") is dropped."""
+    ("... customer id." beside "... customer id or account numbers.") is dropped, and the "You do
+    not know ..." lists are said as one, each thing once."""
     kept: list[tuple[str, frozenset[str]]] = []
     for text in texts:
         for sentence in re.split(r"(?<=[.!?])\s+", text or ""):
@@ -276,7 +292,16 @@ def merge_sentences(*texts: str | None) -> str:
             if not words or any(words <= other for _, other in kept):
                 continue
             kept = [(s, w) for s, w in kept if not w <= words] + [(sentence, words)]
-    return " ".join(s for s, _ in kept)
+    said = [s for s, _ in kept]
+    lists = [(i, items) for i, s in enumerate(said) if (items := _unknowns(s))]
+    if len(lists) > 1:
+        unknown: dict[str, str] = {}  # "the booking number" and "booking numbers" are one thing
+        for _, items in lists:
+            for item in items:
+                unknown.setdefault(re.sub(r"^(?:the|your|a|an) ", "", item.lower()).rstrip("s"), item)
+        said[lists[0][0]] = f"You do not know {_one_list(list(unknown.values()))}."
+        said = [s for i, s in enumerate(said) if i not in {j for j, _ in lists[1:]}]
+    return " ".join(said)
 
 
 def continuing(text: str) -> str:

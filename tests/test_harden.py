@@ -245,6 +245,16 @@ def test_merged_info_keeps_each_sentence_once():
     assert merged == "Your email is a@b.org. You do not know your customer id or account numbers."
 
 
+def test_merged_info_says_what_the_user_does_not_know_in_one_list():
+    merged = merge_sentences("Your email is a@b.org. You do not know your member id or booking number.",
+                             "You do not know the booking number. You were born in 1990.",
+                             "You do not know the balance on your account.")
+    assert merged == ("Your email is a@b.org. You do not know your member id, booking number or the balance on your "
+                      "account. You were born in 1990.")
+    unlisted = "You do not know your traveler id, and you no longer remember the old passport number."
+    assert merge_sentences(unlisted, "You do not know the balance.") == f"{unlisted} You do not know the balance."
+
+
 @pytest.mark.parametrize(("text", "said"), [
     ("It was on 2026-06-05.", "It was 10 days ago."),
     ("Go on 2026-06-24.", "Go in 9 days."),
