@@ -302,7 +302,7 @@ def check_allergy_conflicts(patient_id: str, medication_id: str) -> dict:
     duplicates = []
     for rx in db.find("prescriptions", {"patient_id": patient_id, "status": "active"}):
         other = db.get("medications", rx["medication_id"])
-        if other["drug_class"] == med["drug_class"]:
+        if other["drug_class"] == med["drug_class"] and rx["medication_id"] != medication_id:  # not its own refill
             duplicates.append({"prescription_id": rx["prescription_id"], "medication": medication_label(other)})
     return {"medication_id": medication_id, "medication": medication_label(med), "drug_class": med["drug_class"],
             "allergy_conflicts": conflicts, "duplicate_therapy": duplicates, "safe_to_dispense": not conflicts}
