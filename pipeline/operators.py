@@ -27,7 +27,7 @@ from toolscale.domains.matching import appears_in, normalize_text
 from toolscale.domains.tasks import Action, Task
 from toolscale.quality.wording import without_restraints
 
-from .phrasing import continuing, merge_sentences
+from .phrasing import continuing, merge_sentences, unframed
 
 
 class Operator(StrEnum):
@@ -116,7 +116,7 @@ def compose(a: Task, b: Task, rng: random.Random | None = None) -> Draft | None:
         intent=f"{a.meta.intent}+{b.meta.intent}",
         communicate=[*a.evaluation_criteria.communicate_info, *b.evaluation_criteria.communicate_info],
         nl=list(dict.fromkeys([*a.evaluation_criteria.nl_assertions, *b.evaluation_criteria.nl_assertions])),
-        reason_for_call=f"{ia.reason_for_call} In the same call, {continuing(ib.reason_for_call)}",
+        reason_for_call=f"{ia.reason_for_call} In the same call, {continuing(unframed(ib.reason_for_call))}",
         known_info=merge_sentences(ia.known_info, ib.known_info), unknown_info=merge_sentences(ia.unknown_info, ib.unknown_info),
         task_instructions=f"{_beside(a, b)} {(rng or random.Random(0)).choice(_JOINS).format(continuing(_beside(b, a)))}")
     variant.meta.hardening[:] = sorted({*a.meta.hardening, *b.meta.hardening}) + [Operator.COMPOSITION.value]
@@ -228,7 +228,7 @@ def conditional(a: Task, b: Task, domain: Domain, env: Environment, rng: random.
         taken, Operator.CONDITIONAL, actions=branch_a if go_a else branch_b, intent=f"{a.meta.intent}|{b.meta.intent}",
         communicate=[_spell(value), *taken.evaluation_criteria.communicate_info],
         reason_for_call=f"{ia.reason_for_call} But if the {label} on your {noun} is {_spell(threshold)} or less, you "
-                        f"would rather do something else: {continuing(ib.reason_for_call)}",
+                        f"would rather do something else: {continuing(unframed(ib.reason_for_call))}",
         known_info=merge_sentences(ia.known_info, ib.known_info),
         unknown_info=merge_sentences(ia.unknown_info, ib.unknown_info, f"You do not know the {label} on your {noun}."),
         task_instructions=f"First ask the agent what the {label} on your {noun} is. If it is more than "
@@ -345,7 +345,8 @@ def distractor(task: Task, env: Environment, rng: random.Random) -> Draft | None
             wrong = rng.choice(sorted(siblings, key=lambda r: r[field]))[field]
             label = field.replace("_", " ")
             text_update = {f: _replace_value(getattr(i, f), value, wrong) for f in fields}
-            text_update["task_instructions"] += f" Once the agent has found it, correct yourself: you meant {value}, not {wrong}."
+            text_update["task_instructions"] += (f" Once the agent has found it, before you agree to any change, correct "
+                                                 f"yourself: you meant {value}, not {wrong}.")
             return _variant(task, Operator.DISTRACTOR, **text_update,
                             nl=[*task.evaluation_criteria.nl_assertions,
                                 f"The agent does not act on the record with {label} {wrong}."]), _no_check

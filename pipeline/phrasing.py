@@ -304,6 +304,16 @@ def merge_sentences(*texts: str | None) -> str:
     return " ".join(said)
 
 
+_FRAMED = re.compile("|".join(re.escape(p.format("")) for p in _REASON_PREFIXES[1:]))
+
+
+def unframed(reason: str) -> str:
+    """A reason without the framing `reason_for_call` may have put before it ("The reason you're calling:
+    ..."), to go on after another one's ("In the same call, the reason you're calling: ..." was not English)."""
+    framed = _FRAMED.match(reason)
+    return reason[framed.end():] if framed else reason
+
+
 def continuing(text: str) -> str:
     """`text` to go on after a comma or colon: its first letter lowercased unless it starts a name or acronym."""
     return text[:1].lower() + text[1:] if text[1:2].islower() or len(text) < 2 else text

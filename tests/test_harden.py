@@ -172,7 +172,8 @@ def _distracted(env, base):
 
 def _right_and_wrong(variant):
     before, correction = variant.user_scenario.instructions.task_instructions.rsplit(" Once the agent has found it", 1)
-    right, wrong = correction.removeprefix(", correct yourself: you meant ").removesuffix(".").split(", not ")
+    right, wrong = correction.removeprefix(", before you agree to any change, correct yourself: you meant ").removesuffix(
+        ".").split(", not ")
     return before, right, wrong
 
 
@@ -237,6 +238,16 @@ def test_composition_reads_as_one_conversation(bank):
             sentences = [s.lower().rstrip(".") for s in field.split(". ")]
             assert len(sentences) == len(set(sentences))
     assert len(joins) > 1  # the seeded rng varies the join
+
+
+def test_a_joined_reason_drops_the_framing_of_the_second(bank):
+    _, _, base, _, _ = bank
+    first, second = next((x, y) for x, y in _pairs(base) if compose(x, y))
+    framed = second.user_scenario.instructions.model_copy(
+        update={"reason_for_call": "The reason you're calling: you want to pay your rent."})
+    second = second.model_copy(update={"user_scenario": second.user_scenario.model_copy(update={"instructions": framed})})
+    said = compose(first, second)[0].user_scenario.instructions.reason_for_call
+    assert said.endswith(" In the same call, you want to pay your rent."), said
 
 
 def test_merged_info_keeps_each_sentence_once():
