@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 from .tasks import Task
@@ -61,6 +62,13 @@ _ASK = re.compile(r"\b(ask|asks|request|tell|told|find out|know|what|how|which|w
 def asks_something(request: str) -> bool:
     """Does the user's request (reason_for_call and task_instructions) ask to be told anything?"""
     return _ASK.search(request) is not None
+
+
+@lru_cache(maxsize=65536)
+def token_pattern(spelling: str) -> re.Pattern[str]:
+    """`spelling` as a whole token of lowercased text: "0" is not in "10 eur", "2026-04-15" is in "the date
+    2026-04-15." (domains/matching.py finds values in text with it)."""
+    return re.compile(r"(?<![\w.@-])" + re.escape(spelling.lower()) + r"(?![\w@]|\.\d)")
 
 
 def contains(reply: str, value: str) -> bool:
@@ -173,18 +181,13 @@ def shape_answers(values: Sequence[str], user_text: str, outputs: Sequence[Any] 
     return shaped
 
 
-def _states(assertion: str, value: str) -> bool:
-    """Does the assertion say `value` whole ("the date 2026-04-15"; "0" is not in "10 EUR")?"""
-    return re.search(rf"(?<![\w.]){re.escape(value.lower())}(?![\w]|\.\d)", assertion.lower()) is not None
-
-
 def with_checkable_answers(task: Task) -> Task:
     """The task with its communicate_info shaped against what its user is told and its gold outputs;
     what cannot be graded by substring becomes an nl_assertion."""
     criteria = task.evaluation_criteria
     shaped = shape_answers(criteria.communicate_info, task.user_scenario.text(), task.meta.expected_outputs)
     stated = [j.assertion() for j in shaped.judged  # a fact an assertion of the task's own states is not asked again
-              if not any(_states(assertion, j.value) for assertion in criteria.nl_assertions)]
+              if not any(token_pattern(j.value).search(assertion.lower()) for assertion in criteria.nl_assertions)]
     assertions = [*criteria.nl_assertions, *(a for a in stated if a not in criteria.nl_assertions)]
     judged = [*task.meta.judged_answers, *(j.kind for j in shaped.judged)]
     return task.model_copy(update={

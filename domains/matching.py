@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from functools import lru_cache
 from typing import Any
 
-from .answers import answer_form
+from .answers import answer_form, token_pattern
 
 
 def spellings(value: Any) -> set[str]:
@@ -29,11 +29,6 @@ def spellings(value: Any) -> set[str]:
 
 def normalize_text(text: str) -> str:
     return re.sub(r"(?<=\d),(?=\d{3})", "", text).lower()
-
-
-@lru_cache(maxsize=65536)
-def _token_pattern(spelling: str) -> re.Pattern[str]:
-    return re.compile(r"(?<![\w.@-])" + re.escape(spelling.lower()) + r"(?![\w@]|\.\d)")
 
 
 @lru_cache(maxsize=4096)
@@ -54,7 +49,7 @@ def appears_in(value: Any, text: str) -> bool:
         if _ONE_TOKEN.fullmatch(lowered):
             if lowered in tokens:
                 return True
-        elif spelling and _token_pattern(spelling).search(text):
+        elif spelling and token_pattern(spelling).search(text):
             return True
     return False
 
