@@ -300,7 +300,8 @@ def merge_sentences(*texts: str | None) -> str:
             for item in items:
                 unknown.setdefault(re.sub(r"^(?:the|your|a|an) ", "", item.lower()).rstrip("s"), item)
         said[lists[0][0]] = f"You do not know {_one_list(list(unknown.values()))}."
-        said = [s for i, s in enumerate(said) if i not in {j for j, _ in lists[1:]}]
+        merged_away = {j for j, _ in lists[1:]}
+        said = [s for i, s in enumerate(said) if i not in merged_away]
     return " ".join(said)
 
 
