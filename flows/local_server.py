@@ -31,9 +31,18 @@ _PR_SET_PDEATHSIG = 1
 _prctl = ctypes.CDLL(None, use_errno=True).prctl if sys.platform.startswith("linux") else None  # looked up
 # here: a forked child of a threaded process must not load libraries
 _STARTUP_FAILED = 3  # uvicorn's exit status when the app did not start or its port was taken after our check
-_STARTS = 3  # a start that failed is tried again: another run on the same Prefect home may be migrating it
+_STARTS = 3  # a start that failed for a passing reason is tried again
+# what a start can fail on and not again: another run on the same Prefect home migrating it at the same
+# moment, or the free port found taken before the server bound it; any other failure is said at once
+_TRANSIENT = re.compile(r"already exists|database is locked|address already in use")
 _EXCEPTION = re.compile(r"[\w.]+(Error|Exception|Exit)\b.*:")  # "sqlite3.OperationalError: unable to ..."
 _server: "LocalServer | None" = None  # the one started here, once it answered
+# Prefect's start checks its block catalog against every installed collection (importing them: Dask's
+# too), ~2-3 s of CPU a start. A new database is a copy of the template, whose blocks are registered,
+# and a Prefect server a user starts on this home registers its own: this server needs none of it.
+# A user's own setting of either wins.
+_NO_BLOCK_REGISTRATION = {"PREFECT_API_BLOCKS_REGISTER_ON_START": "false",
+                          "PREFECT_MEMOIZE_BLOCK_AUTO_REGISTRATION": "false"}
 
 
 class LocalServerError(RuntimeError):
@@ -56,6 +65,7 @@ class LocalServer:
     def _spawn(self, new_port: bool = True) -> subprocess.Popen:
         import prefect
 
+        self._log_start = self.log.seek(0, os.SEEK_END)
         if new_port:
             with socket.socket() as probe:
                 probe.bind(("127.0.0.1", 0))
@@ -63,7 +73,8 @@ class LocalServer:
         command = [sys.executable, "-m", "uvicorn", "--app-dir", str(prefect.__module_path__.parent), "--factory",
                    "toolscale.flows.server_app:create_app", "--host", "127.0.0.1", "--port", str(self.port),
                    "--log-level", "error", "--lifespan", "on"]
-        env = {**os.environ, "PREFECT_UI_ENABLED": "0", "PREFECT__SERVER_EPHEMERAL": "1", "PREFECT__SERVER_FINAL": "1"}
+        env = {**_NO_BLOCK_REGISTRATION, **os.environ, "PREFECT_UI_ENABLED": "0", "PREFECT__SERVER_EPHEMERAL": "1",
+               "PREFECT__SERVER_FINAL": "1"}
         env.pop("PREFECT_API_URL", None)
         if not debug_mode():  # its errors go to a file read only when it fails: keep them there
             env["PREFECT_SERVER_LOGGING_LEVEL"] = "ERROR"
@@ -79,9 +90,9 @@ class LocalServer:
         with httpx.Client(timeout=5) as client:
             while time.monotonic() < deadline:
                 status = self.process.poll()
-                if status == _STARTUP_FAILED and starts < _STARTS:
+                if status == _STARTUP_FAILED and starts < _STARTS and self._failed_in_passing():
                     starts += 1
-                    self.process = self._spawn(new_port="address already in use" in self._errors())
+                    self.process = self._spawn(new_port="address already in use" in self._log())
                     continue
                 if status is not None:
                     raise LocalServerError(f"Prefect's local server ended while starting (exit status {status}): "
@@ -96,14 +107,23 @@ class LocalServer:
         self.stop()
         raise LocalServerError(f"Prefect's local server did not answer within {timeout_s:g}s: {errors}")
 
+    def _log(self) -> str:
+        """What its latest start printed."""
+        self.log.seek(self._log_start)
+        return self.log.read().decode(errors="replace")
+
     def _errors(self) -> str:
-        """The last exception it printed, else its last line."""
+        """The last exception its latest start printed, else its last line."""
         if debug_mode():
             return "its log is above"
-        self.log.seek(0)
-        lines = self.log.read().decode(errors="replace").strip().splitlines()
+        lines = self._log().strip().splitlines()
         raised = [line for line in lines if _EXCEPTION.match(line)]
         return (raised or lines or ["it printed nothing"])[-1]
+
+    def _failed_in_passing(self) -> bool:
+        """Whether its latest start failed for a reason another start may not meet (in debug mode its log
+        went to the terminal: it may have)."""
+        return debug_mode() or bool(_TRANSIENT.search(self._log()))
 
     def stop(self) -> None:
         if self.process.poll() is None:

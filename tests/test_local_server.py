@@ -103,20 +103,60 @@ def test_a_server_that_cannot_start_is_one_clear_error(tmp_path):
         from toolscale.flows.local_server import is_startup_failure
         configure_prefect()
         from toolscale.flows import local_server
+        starts = []
+        spawn = local_server.LocalServer._spawn
+        local_server.LocalServer._spawn = lambda self, *args, **kwargs: starts.append(1) or spawn(self, *args, **kwargs)
         try:
             local_server.ensure_started(lambda line: None)
         except Exception as exc:
             print(is_startup_failure(exc), type(exc).__name__, exc)
             print("API URL kept:", __import__("os").environ.get("PREFECT_API_URL"))
+            print("starts:", len(starts))
     """)
     env = {**_env(tmp_path / "prefect"), "PREFECT_SERVER_DATABASE_CONNECTION_URL": f"sqlite+aiosqlite:///{tmp_path}/no/such/dir/x.db"}
     started = time.monotonic()
     done = subprocess.run([sys.executable, "-c", script], env=env, cwd=tmp_path, capture_output=True, text=True,
                           timeout=300)
-    first, second = done.stdout.splitlines()[:2]
+    first, second, third = done.stdout.splitlines()[:3]
     assert first == ("True LocalServerError Prefect's local server ended while starting (exit status 3): "
                      "sqlalchemy.exc.OperationalError: (sqlite3.OperationalError) unable to open database file") and second == "API URL kept: None"
+    assert third == "starts: 1"  # a folder that is not there will not be there on a second start
     assert time.monotonic() - started < 120  # it ended: no wait for the start-up timeout
+
+
+@pytest.mark.parametrize(("log", "again"), [
+    ("sqlite3.OperationalError: index ix_block_document__block_type_name_name already exists", True),
+    ("sqlalchemy.exc.OperationalError: (sqlite3.OperationalError) database is locked", True),
+    ("ERROR:    [Errno 98] error while attempting to bind on address ('127.0.0.1', 8001): address already in use", True),
+    ("sqlalchemy.exc.OperationalError: (sqlite3.OperationalError) unable to open database file", False),
+    ("ModuleNotFoundError: No module named 'aiosqlite'", False),
+    ("", False),
+])
+def test_only_a_start_that_failed_in_passing_is_tried_again(monkeypatch, log, again):
+    """Another run migrating the same new database, or the port taken: a second start may succeed.
+    Anything else would fail the same way again, after as long."""
+    from toolscale.flows import local_server
+
+    monkeypatch.delenv("TOOLSCALE_DEBUG", raising=False)
+    server = local_server.LocalServer.__new__(local_server.LocalServer)
+    server._log = lambda: f"Traceback (most recent call last):\n{log}\nERROR:    Application startup failed. Exiting.\n"
+    assert server._failed_in_passing() is again
+
+
+def test_the_launched_server_skips_the_block_registration_its_database_already_has(monkeypatch):
+    """Each start would check Prefect's block catalog against every installed collection (2-3 s of
+    CPU); a new database is a copy of the template, whose blocks are registered. A user's setting wins."""
+    from toolscale.flows import local_server
+
+    spawned = []
+    monkeypatch.setattr(local_server.subprocess, "Popen", lambda command, env, **kwargs: spawned.append(env))
+    monkeypatch.setenv("PREFECT_API_BLOCKS_REGISTER_ON_START", "true")
+    server = local_server.LocalServer.__new__(local_server.LocalServer)
+    server.log = __import__("tempfile").TemporaryFile()
+    server._spawn()
+    assert spawned[0]["PREFECT_API_BLOCKS_REGISTER_ON_START"] == "true"
+    assert spawned[0]["PREFECT_MEMOIZE_BLOCK_AUTO_REGISTRATION"] == "false"
+    server.log.close()
 
 
 def test_two_runs_starting_on_one_new_prefect_home_both_get_a_server(tmp_path):
