@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import prefect.runtime as prefect_runtime
 from prefect import flow, task
 from prefect.cache_policies import NO_CACHE
 
@@ -86,7 +87,12 @@ def publication_stage(run: Run, test_fraction: float) -> tuple[dict[str, Any], d
     return build_publication(run, test_fraction, workers=useful_workers(run, cores()))
 
 
-@flow(name="publish")
+def _publish_run_name() -> str:
+    """publish-<output folder>: what a Prefect UI lists the run as (random names otherwise)."""
+    return f"publish-{Path(str(prefect_runtime.flow_run.parameters['out'])).name}"
+
+
+@flow(name="publish", flow_run_name=_publish_run_name)
 def publish(out: Path, test_fraction: float = TEST_FRACTION) -> dict[str, Any]:
     """Every exporter's folder from the finished run in `out`; the dataset's statistics go into
     report.json, and what the folders were made from into OUT/.toolscale/published.json."""
@@ -147,7 +153,7 @@ def upload_stage(out: Path, repo_id: str, private: bool) -> dict[str, str]:
     return {"repo_url": str(repo_url), "commit_url": commit.commit_url}
 
 
-@flow(name="push")
+@flow(name="push", flow_run_name=lambda: f"push-{prefect_runtime.flow_run.parameters['repo_id']}")
 def push(out: Path, repo_id: str, private: bool = False) -> dict[str, str]:
     """Create the dataset repo (if needed) and upload the exporters' folders to it in one commit."""
     return upload_stage(out, repo_id, private)

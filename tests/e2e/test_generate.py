@@ -43,6 +43,7 @@ def test_prefect_lists_the_runs_by_name_with_their_seed_backend_and_domain_tags(
     assert any(name == "generate-11-bank" and {"seed:11", "backend:offline"} <= t for name, t in flows)
     assert any(name == "build-bank" and {"seed:11", "backend:offline", "domain:bank"} <= t for name, t in flows)
     assert any(name == "generate-12-bank" and "seed:12" in t for name, t in flows)
+    assert any(name == "publish-a" for name, _ in flows)  # the output folder it published
 
 
 def test_generate_writes_the_documented_layout(runs):

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -110,3 +111,7 @@ def test_push_sends_the_dataset_folder_to_hf_endpoint(out, tmp_path):
               if p.is_file() and "__pycache__" not in p.parts}
     assert sent == local and "report.json" in sent and "tau2/bank/tasks.json" in sent
     hub.server.shutdown()
+    with sqlite3.connect(Path(os.environ["PREFECT_HOME"]) / "prefect.db") as db:  # the tests' server (conftest)
+        names = {name for (name,) in db.execute("select name from flow_run")}
+    db.close()
+    assert "push-acme/toolscale-tasks" in names and "publish-out" in names  # as a Prefect UI lists them
