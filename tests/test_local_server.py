@@ -12,6 +12,7 @@ import sqlite3
 import ssl
 import subprocess
 import sys
+import tempfile
 import textwrap
 import threading
 import time
@@ -152,7 +153,7 @@ def test_the_launched_server_skips_the_block_registration_its_database_already_h
     monkeypatch.setattr(local_server.subprocess, "Popen", lambda command, env, **kwargs: spawned.append(env))
     monkeypatch.setenv("PREFECT_API_BLOCKS_REGISTER_ON_START", "true")
     server = local_server.LocalServer.__new__(local_server.LocalServer)
-    server.log = __import__("tempfile").TemporaryFile()
+    server.log = tempfile.TemporaryFile()
     server._spawn()
     assert spawned[0]["PREFECT_API_BLOCKS_REGISTER_ON_START"] == "true"
     assert spawned[0]["PREFECT_MEMOIZE_BLOCK_AUTO_REGISTRATION"] == "false"
