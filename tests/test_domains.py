@@ -7,6 +7,7 @@ import re
 import pytest
 
 from toolscale.domains import Environment, available_domains, builtin_domain
+from toolscale.domains.dates import WEEKDAYS
 from toolscale.pipeline.populate import populate
 
 from domain_checks import example_arguments, raises_tool_error
@@ -83,6 +84,16 @@ def test_the_policy_states_every_figure_of_the_rules(loaded):
     assert figures, f"{domain.name}: no rule names a figure"
     for rule, figure in figures:
         assert figure in policy, f"{domain.name} rule {rule!r}: {figure} is not in policy.md"
+
+
+def test_the_policy_says_what_day_of_the_week_today_is(loaded):
+    """Users count dates from today ("this coming Friday", "last Friday": domains/dates.py); the agent
+    reads policy.md, which names today's date and weekday, so it need not work out the calendar."""
+    domain, _, _ = loaded
+    today = domain.spec.clock.date()
+    said = re.search(r"Today is (.*?)(?:[.;] |$)", " ".join(domain.policy.split()))
+    assert said, f"{domain.name}: policy.md does not say what day today is"
+    assert today.isoformat() in said[1] and WEEKDAYS[today.weekday()] in said[1], f"{domain.name}: {said[0]!r}"
 
 
 def test_no_two_domains_share_a_table_layout_or_tool_set():
