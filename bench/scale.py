@@ -109,7 +109,7 @@ def main() -> None:
     print("generation = until report.json is written; publish = OUT/hf and OUT/tau2 after it; RSS = peak MB "
           "of the CLI process (tree: with Prefect's server)")
     print(f"{'scale':>6} {'generate s':>10} {'accepted':>9} {'candidates':>11} {'cand/s':>7} {'RSS':>6} {'tree RSS':>8}"
-          f" {'publish s':>9} {'RSS':>6}  failed domains")
+          f" {'publish s':>9} {'RSS':>6} {'tree RSS':>8}  failed domains")
     results = {}
     for scale in [float(s) for s in args.scales.split(",")]:
         out = work / f"x{scale:g}"
@@ -119,7 +119,8 @@ def main() -> None:
         totals = report["totals"]
         print(f"{scale:>5g}x {m['gen_s']:10.1f} {totals['accepted']:9,} {totals['candidates']:11,} "
               f"{totals['candidates'] / m['gen_s']:7.1f} {m['gen']:6.0f} {m['gen_tree']:8.0f} "
-              f"{m['wall_s'] - m['gen_s']:9.1f} {m['pub']:6.0f}  {', '.join(report['failed']) or '-'}", flush=True)
+              f"{m['wall_s'] - m['gen_s']:9.1f} {m['pub']:6.0f} {m['pub_tree']:8.0f}  {', '.join(report['failed']) or '-'}",
+              flush=True)
     if 1.0 not in results:
         return
     m, report = results[1.0]

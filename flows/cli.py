@@ -22,6 +22,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from toolscale.domains import DomainError, available_domains, builtin_domain, load_domain
+from toolscale.pipeline.workers import keeping_workers
 
 from .interrupts import stopping_cleanly
 from .lanes import computes_in_lanes, start_workers
@@ -180,12 +181,13 @@ def generate(
     _check_scale(scale, names if backend == "offline" else [], folders)
     _check_out(out)
     configure_prefect()
-    if computes_in_lanes(backend, reference, runner):
-        start_workers(thread_count(runner, len(names)))  # they start while Prefect is imported
-    from .generate import RunConfig  # imports Prefect: after configure_prefect
+    with keeping_workers():
+        if computes_in_lanes(backend, reference, runner):
+            start_workers(thread_count(runner, len(names)))  # they start while Prefect is imported
+        from .generate import RunConfig  # imports Prefect: after configure_prefect
 
-    _execute(RunConfig(domains=names, domain_dirs=folders, seed=seed, out=out, backend=backend, llm=llm, scale=scale,
-                       refresh=refresh, runner=runner, reference=reference))
+        _execute(RunConfig(domains=names, domain_dirs=folders, seed=seed, out=out, backend=backend, llm=llm,
+                           scale=scale, refresh=refresh, runner=runner, reference=reference))
 
 
 def _reference(model: str | None, base_url: str | None, llm_base_url: str | None, trials: int, judge: bool):
@@ -232,7 +234,18 @@ def _check_runner(runner: str) -> None:
 
 
 def _execute(config) -> None:
-    """Run the generation for `config` with live progress, print the summary, exit 1 if a domain failed."""
+    """Run the generation for `config` with live progress, print the summary, publish, exit 1 if a
+    domain failed. The stages' workers publish the run too (pipeline/workers.py)."""
+    with keeping_workers():
+        report = _generate(config)
+        if report["domains"]:
+            _publish(config.out, refresh=config.refresh)
+    if report["failed"]:
+        raise typer.Exit(1)
+
+
+def _generate(config) -> dict:
+    """The generation with live progress, then its summary; returns its report."""
     from .generate import run_generation
 
     names, out = config.domains, config.out
@@ -252,10 +265,7 @@ def _execute(config) -> None:
         console.print(f"resumed: reused {stages['reused']} stage artifacts, computed {stages['computed']}")
     for name, reason in report["failed"].items():
         console.print(f"[red]{name} failed:[/red] {escape(reason.splitlines()[0])}", soft_wrap=True)
-    if report["domains"]:
-        _publish(out, refresh=config.refresh)
-    if report["failed"]:
-        raise typer.Exit(1)
+    return report
 
 
 def _publish(out: Path, refresh: bool = False) -> None:

@@ -40,7 +40,7 @@ from toolscale.quality.reference import ReferenceConfig
 from toolscale.quality.report import markdown, totals
 
 from . import interrupts, llm_progress, local_server, progress
-from .lanes import StageLanes, computes_in_lanes, stop_unused_workers
+from .lanes import StageLanes, computes_in_lanes
 from .runners import parse_runner, task_runner, thread_count
 from .stages import STAGE_NAMES, STAGES, DomainWork, compute_stage, is_current, stage_keys
 from .store import StageStore, read_json
@@ -314,16 +314,18 @@ def run_generation(config: RunConfig) -> dict[str, Any]:
     if computes_in_lanes(config.backend, config.reference, config.runner):  # now, while Prefect's server starts
         _lanes = StageLanes({name: (domain_work(name, config), todo) for name, todo in plan.items() if todo},
                             lanes=thread_count(config.runner, domains))
+    finished = False
     try:
         local_server.ensure_started(lambda message: progress.emit("prefect", "notice", message=message))
         # a Prefect UI filters runs by their tags
         with local_server.flow_settings(), tags(f"seed:{config.seed}", f"backend:{config.backend}"):
-            return generate.with_options(task_runner=runner, flow_run_name=run_name(config))(config, plan)
+            report = generate.with_options(task_runner=runner, flow_run_name=run_name(config))(config, plan)
+        finished = True
+        return report
     finally:
         if _lanes is not None:
-            _lanes.close()
+            _lanes.close(wait=30 if finished else 0)  # every stage answered: the lanes end at once
         _lanes = None
-        stop_unused_workers()
 
 
 _lanes: StageLanes | None = None  # the run's worker processes, when its stages compute in lanes

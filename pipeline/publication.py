@@ -27,7 +27,7 @@ from toolscale.domains.splits import TEST_FRACTION
 
 from . import exporters as _package
 from .rows import BuiltDomain, PublishError, Run
-from .workers import process_pool
+from .workers import give_back, process_pool, take_worker
 
 Part = Callable[[BuiltDomain, dict[str, str]], Any]  # (a domain, {task id: split}) -> the exporter's part of it
 
@@ -110,26 +110,39 @@ def parts_of_domain(run: Run, name: str, parts: list[Part], test_fraction: float
 def domain_parts(run: Run, parts: list[Part], test_fraction: float = TEST_FRACTION,
                  workers: int = 1) -> Iterator[list[Any]]:
     """Every finished domain's parts (one per function in `parts`), in name order; in `workers`
-    worker processes, at most one domain ahead of them (memory holds a few domains' parts)."""
+    worker processes (idle ones this command kept first: pipeline/workers.py), at most one domain
+    ahead of them (memory holds a few domains' parts)."""
     if workers <= 1 or len(run.names) == 1:
         for name in run.names:
             yield parts_of_domain(run, name, parts, test_fraction)
         return
-    pool = process_pool(min(workers, len(run.names)))
+    count = min(workers, len(run.names))
+    kept = [pool for _ in range(count) if (pool := take_worker()) is not None]
+    pools = kept + [process_pool(1) for _ in range(count - len(kept))]
+    pending: deque[tuple[int, Future[list[Any]]]] = deque()
 
-    def submit(name: str) -> Future[list[Any]]:
-        return pool.submit(parts_of_domain, run, name, parts, test_fraction)
+    def submit(name: str) -> None:
+        busy = [sum(1 for i, f in pending if i == k and not f.done()) for k in range(count)]
+        k = busy.index(min(busy))  # the least busy worker: each computes its domains in turn
+        pending.append((k, pools[k].submit(parts_of_domain, run, name, parts, test_fraction)))
 
     names = iter(run.names)
+    finished = False
     try:
-        pending = deque(submit(name) for name in islice(names, workers + 1))
+        for name in islice(names, count + 1):
+            submit(name)
         while pending:
-            done = pending.popleft().result()
+            done = pending.popleft()[1].result()
             if (name := next(names, None)) is not None:
-                pending.append(submit(name))
+                submit(name)
             yield done
+        finished = True
     finally:
-        pool.shutdown(wait=True, cancel_futures=True)
+        for pool in pools:
+            if finished and pool in kept:
+                give_back(pool)
+            else:
+                pool.shutdown(wait=True, cancel_futures=True)
 
 
 def _swap_in(tmp: Path, final: Path) -> None:

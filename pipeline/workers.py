@@ -5,6 +5,9 @@ would copy. Workers ignore SIGINT: Ctrl-C in a terminal reaches the whole proces
 run's own stop (flows/interrupts.py) ends them with its other children. A parent killed outright
 (SIGKILL, out of memory) cannot do that, and a pool's worker never sees its queue close (it holds
 both ends): on Linux the kernel ends a worker whose parent is gone.
+
+A command keeps its idle workers for its next work (`keeping_workers`): the stages' lane workers
+publish the run too, instead of two new ones each paying their start (~1 s of CPU) while the run waits.
 """
 
 from __future__ import annotations
@@ -14,7 +17,10 @@ import multiprocessing
 import os
 import signal
 import sys
+import threading
+from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor
+from contextlib import contextmanager
 
 _PR_SET_PDEATHSIG = 1
 
@@ -32,6 +38,44 @@ def _start_worker(parent: int) -> None:
         ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
         if os.getppid() != parent:
             os._exit(1)
+
+
+_kept: list[ProcessPoolExecutor] | None = None  # idle one-worker pools, while a keeping_workers block lasts
+_kept_lock = threading.Lock()
+
+
+@contextmanager
+def keeping_workers() -> Iterator[None]:
+    """Within the block, one-worker pools handed back (`give_back`) wait for the next work to take
+    them (`take_worker`); they stop at its end. Blocks nest: the outermost one stops them."""
+    global _kept
+    with _kept_lock:
+        outermost, _kept = _kept is None, _kept if _kept is not None else []
+    try:
+        yield
+    finally:
+        if outermost:
+            with _kept_lock:
+                idle, _kept = _kept or [], None
+            for pool in idle:
+                pool.shutdown(wait=False, cancel_futures=True)
+
+
+def take_worker() -> ProcessPoolExecutor | None:
+    """An idle one-worker pool handed back in this block, or None."""
+    with _kept_lock:
+        return _kept.pop(0) if _kept else None
+
+
+def give_back(pool: ProcessPoolExecutor) -> None:
+    """Keep an idle one-worker pool for the next work of the block; outside one, stop it. Only a pool
+    whose worker was started by a thread that outlives the block may be given back: the kernel ends
+    a worker when the thread that started it ends (_start_worker)."""
+    with _kept_lock:
+        if _kept is not None:
+            _kept.append(pool)
+            return
+    pool.shutdown(wait=False, cancel_futures=True)
 
 
 def cores() -> int:

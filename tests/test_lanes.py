@@ -4,6 +4,7 @@ domains go on, and every stage answered, so a flow waiting for one never hangs."
 
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 
@@ -15,7 +16,7 @@ from toolscale.flows import progress
 from toolscale.flows.generate import RunConfig, domain_work, stages_to_run
 from toolscale.flows.lanes import StageLanes
 from toolscale.flows.stages import PUBLIC_FILES, STAGE_NAMES, compute_stage
-from toolscale.pipeline.workers import process_pool
+from toolscale.pipeline.workers import give_back, keeping_workers, process_pool, take_worker
 
 LIBRARY = Path(__file__).parent / "fixtures" / "library"
 
@@ -101,16 +102,39 @@ def _workers() -> set[int]:
     return found
 
 
-def test_lanes_take_the_workers_started_ahead_and_the_unused_ones_stop(tmp_path, monkeypatch):
+def test_lanes_take_the_workers_started_ahead_and_hand_them_back_for_the_publication(tmp_path, monkeypatch):
+    """The lanes take the workers a command started ahead; done, each lane hands its worker back,
+    its domain let go, for the publication (pipeline/publication.py); the command's end stops those left."""
     before = _workers()
-    lanes_module.start_workers(3)
-    started = _workers() - before
-    assert len(started) == 3
-    own = []  # workers a lane started itself
-    monkeypatch.setattr(lanes_module, "process_pool", lambda workers: own.append(workers) or process_pool(workers))
+    with keeping_workers():
+        lanes_module.start_workers(3)
+        started = _workers() - before
+        assert len(started) == 3
+        own = []  # workers a lane started itself
+        monkeypatch.setattr(lanes_module, "process_pool", lambda workers: own.append(workers) or process_pool(workers))
+        lanes, _ = run_lanes(config_for(tmp_path / "lanes", {"library": LIBRARY}), lanes=1)
+        assert all(isinstance(lanes.seconds("library", stage), float) for stage in STAGE_NAMES)
+        assert own == []
+        lanes.close(wait=30)
+        kept = [take_worker() for _ in range(4)]
+        assert kept[3] is None and all(kept[:3])  # the lane's worker came back: none was lost
+        assert {pool.submit(os.getpid).result() for pool in kept[:3]} == started
+        assert [pool.submit(_domain_held).result() for pool in kept[:3]] == [False] * 3
+        for pool in kept[:3]:
+            give_back(pool)
+    _, alive = psutil.wait_procs([psutil.Process(pid) for pid in started & _workers()], timeout=30)
+    assert not alive
+
+
+def _domain_held() -> bool:
+    return lanes_module._current is not None
+
+
+def test_outside_a_keeping_block_a_lane_stops_its_worker(tmp_path):
+    before = _workers()
     lanes, _ = run_lanes(config_for(tmp_path / "lanes", {"library": LIBRARY}), lanes=1)
     assert all(isinstance(lanes.seconds("library", stage), float) for stage in STAGE_NAMES)
-    assert own == []
-    lanes_module.stop_unused_workers()
-    _, alive = psutil.wait_procs([psutil.Process(pid) for pid in started & _workers()], timeout=30)
-    assert not alive  # the two no lane took, and the one the finished lane let go
+    lanes.close(wait=30)
+    assert take_worker() is None
+    _, alive = psutil.wait_procs([psutil.Process(pid) for pid in _workers() - before], timeout=30)
+    assert not alive

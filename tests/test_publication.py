@@ -152,3 +152,42 @@ def test_worker_processes_publish_only_runs_big_enough_to_pay_for_their_start(tm
 
     run = Run(tmp_path, {"domains": {name: {"accepted": n} for name, n in accepted.items()}}, tuple(sorted(accepted)))
     assert useful_workers(run, cores) == workers
+
+
+def test_the_publication_runs_in_the_workers_a_command_kept_and_hands_them_back(out):
+    """In a keeping_workers block (the CLI's generate), the stages' idle workers publish: parts as
+    the parent publishing alone makes them, no new worker started, every worker kept for what follows."""
+    import os
+
+    import psutil
+
+    from toolscale.pipeline.publication import domain_parts
+    from toolscale.pipeline.workers import give_back, keeping_workers, process_pool, take_worker
+
+    run = read_run(out)
+    alone = list(domain_parts(run, [_task_ids], workers=1))
+    with keeping_workers():
+        pools = [process_pool(1), process_pool(1)]
+        pids = {pool.submit(os.getpid).result() for pool in pools}
+        for pool in pools:
+            give_back(pool)
+        before = {p.pid for p in psutil.Process().children()}
+        parts = list(domain_parts(run, [_task_ids, _worker_pid], workers=2))
+        assert {p.pid for p in psutil.Process().children()} <= before  # no worker started for it
+        assert [[ids] for ids, _ in parts] == alone
+        assert {pid for _, pid in parts} == pids  # both kept workers took a domain
+        assert {take_worker(), take_worker()} == set(pools) and take_worker() is None
+        for pool in pools:
+            give_back(pool)
+    _, alive = psutil.wait_procs([psutil.Process(pid) for pid in pids if psutil.pid_exists(pid)], timeout=30)
+    assert not alive  # the block's end stopped them
+
+
+def _task_ids(built, splits) -> list[str]:
+    return sorted(splits)
+
+
+def _worker_pid(built, splits) -> int:
+    import os
+
+    return os.getpid()
