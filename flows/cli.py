@@ -27,8 +27,7 @@ from toolscale.pipeline.workers import keeping_workers
 from .interrupts import stopping_cleanly
 from .lanes import computes_in_lanes, start_workers
 from .runners import RunnerError, parse_runner, thread_count
-from .local_server import is_startup_failure
-from .settings import DEBUG_VARIABLE, configure_prefect, debug_mode, reset_ephemeral_database
+from .settings import DEBUG_VARIABLE, configure_prefect, debug_mode
 from .terminal import showing_progress
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
@@ -109,24 +108,13 @@ def _domain_folders(paths: list[Path] | None) -> dict[str, str]:
 
 def _run_flow(fn, *args, start_server: bool = True):
     """Run a flow, starting Prefect's local server first with a line that says so (`start_server`:
-    unless `fn` starts it only when needed); if the server failed to start, reset its database and
-    retry once."""
+    unless `fn` starts it only when needed)."""
     from .local_server import ensure_started, flow_settings
 
-    def attempt():
-        if start_server:
-            ensure_started(_say)
-        with flow_settings():
-            return fn(*args)
-
-    try:
-        return attempt()
-    except Exception as exc:
-        if not is_startup_failure(exc):
-            raise
-        _say("Prefect's local server did not start; resetting its database and retrying")
-        reset_ephemeral_database()
-        return attempt()
+    if start_server:
+        ensure_started(_say)
+    with flow_settings():
+        return fn(*args)
 
 
 def _say(message: str) -> None:

@@ -16,6 +16,7 @@ import atexit
 import ctypes
 import os
 import re
+import shutil
 import signal
 import socket
 import subprocess
@@ -24,6 +25,7 @@ import tempfile
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from pathlib import Path
 
 from .settings import debug_mode, use_loopback_ca
 
@@ -136,14 +138,6 @@ class LocalServer:
         self.log.close()
 
 
-def is_startup_failure(exc: BaseException) -> bool:
-    """A local server that did not start, or Prefect's own ephemeral server that did not (a Prefect
-    client in this process that started one itself)."""
-    text = f"{type(exc).__name__}: {exc}"
-    return isinstance(exc, LocalServerError) or "ephemeral Prefect API server" in text \
-        or "Application startup failed" in text or "already exists" in text and "sqlite3" in text
-
-
 def _end_with_parent(parent: int) -> Callable[[], None]:
     """The child's set-up: SIGTERM when the thread that launched it ends (launch from the main thread),
     and Ctrl-C, which reaches the whole process group, left to the run's own stop."""
@@ -166,7 +160,8 @@ def is_ephemeral() -> bool:
 
 def ensure_started(say: Callable[[str], None]) -> None:
     """Start the local server unless one is configured or already started, wait until it answers, and
-    point this process's Prefect settings at it; `say` what happens."""
+    point this process's Prefect settings at it; `say` what happens. A server that does not start on
+    its database gets one more start on a new one, the old one set aside (and put back if that fails too)."""
     global _server
     if _server is not None or not is_ephemeral():
         return
@@ -175,17 +170,73 @@ def ensure_started(say: Callable[[str], None]) -> None:
 
     say("starting Prefect's local server (set PREFECT_API_URL to use a running one)")
     started = time.perf_counter()
-    server = LocalServer()
+    timeout = PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS.value()
     try:
-        server.wait_healthy(PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS.value())
-    except LocalServerError:
-        server.stop()
-        raise
+        server = _answering(timeout)
+    except LocalServerError as exc:
+        database = database_file()
+        if database is None or not database.exists():
+            raise
+        # a start killed while migrating leaves a half-migrated database, which no later start gets past
+        try:
+            aside, put_back = _set_aside(database)
+        except OSError:
+            raise exc from None
+        say(f"{exc}; trying again on a new database (the old one is in {aside})")
+        try:
+            server = _answering(timeout)
+        except LocalServerError:
+            put_back()  # not the database's fault: the run history stays where it was
+            raise
     _server = server
     os.environ["PREFECT_API_URL"] = server.api_url
     use_loopback_ca()
     refresh_global_settings_context()
     say(f"Prefect's local server is up after {time.perf_counter() - started:.1f}s at {server.api_url}")
+
+
+def _answering(timeout_s: float) -> LocalServer:
+    """A started local server, once it answers; LocalServerError (and nothing left running) if it does not."""
+    server = LocalServer()
+    try:
+        server.wait_healthy(timeout_s)
+    except LocalServerError:
+        server.stop()
+        raise
+    return server
+
+
+def database_file() -> Path | None:
+    """The SQLite file Prefect's server keeps its runs in (by default PREFECT_HOME/prefect.db), if it is one."""
+    from prefect.settings import PREFECT_API_DATABASE_CONNECTION_URL
+    from sqlalchemy.engine import make_url
+
+    url = make_url(PREFECT_API_DATABASE_CONNECTION_URL.value())
+    if url.get_backend_name() != "sqlite" or not url.database or url.database == ":memory:" \
+            or url.database.startswith("file:"):
+        return None
+    return Path(url.database)
+
+
+def _set_aside(database: Path) -> tuple[Path, Callable[[], None]]:
+    """Move `database` (and its -wal and -shm files) into unstartable/ beside it, replacing what an
+    earlier failure left there; returns that folder and the function that puts it back."""
+    aside = database.parent / "unstartable"
+    shutil.rmtree(aside, ignore_errors=True)
+    aside.mkdir()
+    files = [database.with_name(database.name + suffix) for suffix in ("", "-wal", "-shm")]
+    moved = [path for path in files if path.exists()]
+    for path in moved:
+        path.rename(aside / path.name)
+
+    def put_back() -> None:
+        for path in files:
+            path.unlink(missing_ok=True)  # what the failed start made of a new one
+        for path in moved:
+            (aside / path.name).rename(path)
+        shutil.rmtree(aside, ignore_errors=True)
+
+    return aside, put_back
 
 
 @contextmanager

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 from pathlib import Path
 
 STATE_DIR = Path(".toolscale")
@@ -77,10 +76,3 @@ def configure_prefect() -> None:
     Path(os.environ["PREFECT_HOME"]).mkdir(parents=True, exist_ok=True)
     if _LOOPBACK_API.match(os.environ.get("PREFECT_API_URL", "")):
         use_loopback_ca()
-
-
-def reset_ephemeral_database() -> None:
-    """Remove the ephemeral server's database (used once after a failed start-up)."""
-    for name in ("prefect.db", "prefect.db-wal", "prefect.db-shm"):
-        (prefect_home() / name).unlink(missing_ok=True)
-    shutil.rmtree(prefect_home() / "storage", ignore_errors=True)

@@ -101,7 +101,6 @@ def test_the_server_ends_when_the_process_that_launched_it_is_killed_outright(tm
 def test_a_server_that_cannot_start_is_one_clear_error(tmp_path):
     script = textwrap.dedent("""
         from toolscale.flows.settings import configure_prefect
-        from toolscale.flows.local_server import is_startup_failure
         configure_prefect()
         from toolscale.flows import local_server
         starts = []
@@ -110,7 +109,7 @@ def test_a_server_that_cannot_start_is_one_clear_error(tmp_path):
         try:
             local_server.ensure_started(lambda line: None)
         except Exception as exc:
-            print(is_startup_failure(exc), type(exc).__name__, exc)
+            print(type(exc).__name__, exc)
             print("API URL kept:", __import__("os").environ.get("PREFECT_API_URL"))
             print("starts:", len(starts))
     """)
@@ -119,10 +118,59 @@ def test_a_server_that_cannot_start_is_one_clear_error(tmp_path):
     done = subprocess.run([sys.executable, "-c", script], env=env, cwd=tmp_path, capture_output=True, text=True,
                           timeout=300)
     first, second, third = done.stdout.splitlines()[:3]
-    assert first == ("True LocalServerError Prefect's local server ended while starting (exit status 3): "
+    assert first == ("LocalServerError Prefect's local server ended while starting (exit status 3): "
                      "sqlalchemy.exc.OperationalError: (sqlite3.OperationalError) unable to open database file") and second == "API URL kept: None"
     assert third == "starts: 1"  # a folder that is not there will not be there on a second start
     assert time.monotonic() - started < 120  # it ended: no wait for the start-up timeout
+
+
+STARTING = textwrap.dedent("""
+    import sys
+    from toolscale.flows.settings import configure_prefect
+    configure_prefect()
+    from toolscale.flows import local_server
+    try:
+        local_server.ensure_started(lambda line: print(line, flush=True))
+        print("up")
+    except Exception as exc:
+        print(type(exc).__name__, exc)
+""")
+
+
+def test_a_damaged_database_is_set_aside_and_the_server_starts_on_a_new_one(tmp_path):
+    """A start killed while it migrated leaves a database no later start gets past: the old reset
+    deleted it, and a user's run history with it. It is kept, and said where."""
+    home = tmp_path / "prefect"
+    home.mkdir()
+    damaged = b"SQLite format 3\x00" + bytes(range(256)) * 20
+    (home / "prefect.db").write_bytes(damaged)
+    done = subprocess.run([sys.executable, "-c", STARTING], env=_env(home), cwd=tmp_path, capture_output=True,
+                          text=True, timeout=300)
+    lines = done.stdout.splitlines()
+    assert lines[-1] == "up", done.stdout + done.stderr[-2000:]
+    assert any(line.startswith("Prefect's local server ended while starting") and
+               line.endswith(f"trying again on a new database (the old one is in {home / 'unstartable'})")
+               for line in lines), lines
+    assert (home / "unstartable" / "prefect.db").read_bytes() == damaged
+    with sqlite3.connect(home / "prefect.db") as db:  # the new one, migrated
+        assert db.execute("select count(*) from block_type").fetchone()[0] > 0
+
+
+def test_a_start_a_new_database_does_not_help_leaves_the_old_one_where_it_was(tmp_path):
+    """A server that cannot answer in time on any database: the run history goes back in place."""
+    home = tmp_path / "prefect"
+    home.mkdir()
+    history = b"SQLite format 3\x00" + b"a user's runs" * 100
+    (home / "prefect.db").write_bytes(history)
+    (home / "prefect.db-wal").write_bytes(b"wal")
+    env = {**_env(home), "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "1"}
+    done = subprocess.run([sys.executable, "-c", STARTING], env=env, cwd=tmp_path, capture_output=True,
+                          text=True, timeout=300)
+    lines = done.stdout.splitlines()
+    assert lines[-1].startswith("LocalServerError Prefect's local server did not answer within 1s"), lines
+    assert any("trying again on a new database" in line for line in lines), lines
+    assert (home / "prefect.db").read_bytes() == history and (home / "prefect.db-wal").read_bytes() == b"wal"
+    assert not (home / "prefect.db-shm").exists() and not (home / "unstartable").exists()
 
 
 @pytest.mark.parametrize(("log", "again"), [
