@@ -27,7 +27,7 @@ from toolscale.domains.matching import appears_in, normalize_text
 from toolscale.domains.tasks import Action, Task
 from toolscale.quality.wording import without_restraints
 
-from .phrasing import continuing, merge_sentences, unframed
+from .phrasing import continuing, merge_sentences, unclosed, unframed
 
 
 class Operator(StrEnum):
@@ -116,7 +116,7 @@ def compose(a: Task, b: Task, rng: random.Random | None = None) -> Draft | None:
         intent=f"{a.meta.intent}+{b.meta.intent}",
         communicate=[*a.evaluation_criteria.communicate_info, *b.evaluation_criteria.communicate_info],
         nl=list(dict.fromkeys([*a.evaluation_criteria.nl_assertions, *b.evaluation_criteria.nl_assertions])),
-        reason_for_call=f"{ia.reason_for_call} In the same call, {continuing(unframed(ib.reason_for_call))}",
+        reason_for_call=f"{unclosed(ia.reason_for_call)} In the same call, {continuing(unframed(ib.reason_for_call))}",
         known_info=merge_sentences(ia.known_info, ib.known_info), unknown_info=merge_sentences(ia.unknown_info, ib.unknown_info),
         task_instructions=f"{_beside(a, b)} {(rng or random.Random(0)).choice(_JOINS).format(continuing(_beside(b, a)))}")
     variant.meta.hardening[:] = sorted({*a.meta.hardening, *b.meta.hardening}) + [Operator.COMPOSITION.value]
@@ -227,7 +227,7 @@ def conditional(a: Task, b: Task, domain: Domain, env: Environment, rng: random.
     variant = _variant(
         taken, Operator.CONDITIONAL, actions=branch_a if go_a else branch_b, intent=f"{a.meta.intent}|{b.meta.intent}",
         communicate=[_spell(value), *taken.evaluation_criteria.communicate_info],
-        reason_for_call=f"{ia.reason_for_call} But if the {label} on your {noun} is {_spell(threshold)} or less, you "
+        reason_for_call=f"{unclosed(ia.reason_for_call)} But if the {label} on your {noun} is {_spell(threshold)} or less, you "
                         f"would rather do something else: {continuing(unframed(ib.reason_for_call))}",
         known_info=merge_sentences(ia.known_info, ib.known_info),
         unknown_info=merge_sentences(ia.unknown_info, ib.unknown_info, f"You do not know the {label} on your {noun}."),

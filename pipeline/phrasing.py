@@ -308,11 +308,22 @@ def merge_sentences(*texts: str | None) -> str:
 _FRAMED = re.compile("|".join(re.escape(p.format("")) for p in _REASON_PREFIXES[1:]))
 
 
+_CLOSING = re.compile("|".join(re.escape(" " + s.format("").strip()) for s in _REASON_SUFFIXES[1:]))
+
+
 def unframed(reason: str) -> str:
-    """A reason without the framing `reason_for_call` may have put before it ("The reason you're calling:
-    ..."), to go on after another one's ("In the same call, the reason you're calling: ..." was not English)."""
+    """A reason without the framing `reason_for_call` may have put around it ("The reason you're calling:
+    ...", "... That's why you're calling."), to go on after another one's ("In the same call, the reason
+    you're calling: ..." was not English)."""
     framed = _FRAMED.match(reason)
-    return reason[framed.end():] if framed else reason
+    return unclosed(reason[framed.end():] if framed else reason)
+
+
+def unclosed(reason: str) -> str:
+    """A reason without the closing `reason_for_call` may have put after its first sentence ("So you're
+    getting in touch."): another reason goes on after it ("... So you're getting in touch. In the same
+    call, ..." said it mid-way)."""
+    return _CLOSING.sub("", reason, count=1)
 
 
 def continuing(text: str) -> str:

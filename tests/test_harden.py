@@ -250,6 +250,21 @@ def test_a_joined_reason_drops_the_framing_of_the_second(bank):
     assert said.endswith(" In the same call, you want to pay your rent."), said
 
 
+def _with_reason(task, reason: str):
+    said = task.user_scenario.instructions.model_copy(update={"reason_for_call": reason})
+    return task.model_copy(update={"user_scenario": task.user_scenario.model_copy(update={"instructions": said})})
+
+
+def test_a_joined_reason_says_no_closing_mid_way(bank):
+    """"... So you're getting in touch. In the same call, ..." closed the call half-way through it."""
+    _, _, base, _, _ = bank
+    first, second = next((x, y) for x, y in _pairs(base) if compose(x, y))
+    first = _with_reason(first, "Your card was declined. So you're getting in touch. It happened this morning.")
+    second = _with_reason(second, "You want to pay your rent. That's why you're calling.")
+    said = compose(first, second)[0].user_scenario.instructions.reason_for_call
+    assert said == "Your card was declined. It happened this morning. In the same call, you want to pay your rent."
+
+
 def test_merged_info_keeps_each_sentence_once():
     merged = merge_sentences("You do not know your customer id. Your email is a@b.org.",
                         "You do not know your customer id or account numbers. Your email is a@b.org.")
