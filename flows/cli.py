@@ -223,7 +223,7 @@ def _check_runner(runner: str) -> None:
 
 def _execute(config) -> None:
     """Run the generation for `config` with live progress, print the summary, publish, exit 1 if a
-    domain failed. The stages' workers publish the run too (pipeline/workers.py)."""
+    domain failed. Workers started ahead and not needed for the stages publish (pipeline/workers.py)."""
     with keeping_workers():
         report = _generate(config)
         if report["domains"]:

@@ -314,17 +314,14 @@ def run_generation(config: RunConfig) -> dict[str, Any]:
     if computes_in_lanes(config.backend, config.reference, config.runner):  # now, while Prefect's server starts
         _lanes = StageLanes({name: (domain_work(name, config), todo) for name, todo in plan.items() if todo},
                             lanes=thread_count(config.runner, domains))
-    finished = False
     try:
         local_server.ensure_started(lambda message: progress.emit("prefect", "notice", message=message))
         # a Prefect UI filters runs by their tags
         with local_server.flow_settings(), tags(f"seed:{config.seed}", f"backend:{config.backend}"):
-            report = generate.with_options(task_runner=runner, flow_run_name=run_name(config))(config, plan)
-        finished = True
-        return report
+            return generate.with_options(task_runner=runner, flow_run_name=run_name(config))(config, plan)
     finally:
         if _lanes is not None:
-            _lanes.close(wait=30 if finished else 0)  # every stage answered: the lanes end at once
+            _lanes.close()
         _lanes = None
 
 

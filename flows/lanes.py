@@ -5,15 +5,13 @@ worker process (one lane per core by default) that takes the next planned domain
 stages in order, so a domain's design, rows and database are loaded once, in one process. The lanes
 start before Prefect's local server is up (its start costs a core for 10-20 s); the flow's stage
 task runs then wait for their stage here (flows/generate.py), so a Prefect UI still shows every
-domain and stage, with the seconds each took. Done, a lane hands its worker back to the command,
-which publishes the run with it (pipeline/workers.py).
+domain and stage, with the seconds each took.
 """
 
 from __future__ import annotations
 
 import pickle
 import threading
-import time
 from collections import deque
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
@@ -44,10 +42,9 @@ class StageLanes:
         for thread in self._threads:
             thread.start()
 
-    def close(self, wait: float = 0) -> None:
-        """Start no more stages (if the run ended early: the stages computing finish, the others are
-        answered with an error). With `wait`, give the lanes that many seconds to end and hand back
-        their workers (a finished run's: it publishes next)."""
+    def close(self) -> None:
+        """Start no more stages (the run ended early): the stages computing finish, the others are
+        answered with an error."""
         self._forget_stop()
         with self._lock:
             never = list(self._todo)
@@ -56,9 +53,6 @@ class StageLanes:
         for name in never:
             for stage in self._works[name][1]:
                 self._done[(name, stage)].set_exception(RuntimeError("not computed: the run ended"))
-        deadline = time.monotonic() + wait
-        for thread in self._threads:
-            thread.join(max(0.0, deadline - time.monotonic()))
 
     def _stop(self, signal_name: str) -> None:
         """The process is stopping (flows/interrupts.py): its flow runs are marked Cancelled, and a
@@ -76,18 +70,16 @@ class StageLanes:
             return self._todo.popleft() if self._todo else None
 
     def _lane(self) -> None:
-        kept = take_worker()  # started ahead by this process's main thread (start_workers)
-        pool = kept or process_pool(1)
+        # a worker started ahead (start_workers), else one now; not kept after the lane: its memory
+        # stays at its largest domain's, and its second interpreter with it
+        pool = take_worker() or process_pool(1)
         try:
             while (name := self._next()) is not None:
                 if not self._build(pool, name):
                     pool.shutdown(wait=False, cancel_futures=True)
-                    pool, kept = process_pool(1), None  # it died (killed, out of memory): a new one for the next domain
+                    pool = process_pool(1)  # it died (killed, out of memory): a new one for the next domain
         finally:
-            if pool is kept and not self._stopping and _released(pool):
-                give_back(pool)  # it publishes the run next (pipeline/publication.py)
-            else:  # a worker this lane's thread started ends with the thread: it cannot be kept
-                pool.shutdown(wait=False, cancel_futures=True)
+            pool.shutdown(wait=False, cancel_futures=True)
 
     def _build(self, pool: ProcessPoolExecutor, name: str) -> bool:
         """Compute one domain's stages on `pool`; False if the worker process died. Every one of
@@ -122,21 +114,12 @@ def computes_in_lanes(backend: str, reference: object, runner: str) -> bool:
 def start_workers(count: int) -> None:
     """Start `count` lane workers now, in a keeping_workers block (pipeline/workers.py): their start
     and imports (~1 s of CPU each) then overlap the run's own start-up (Prefect's import and the plan,
-    ~2 s on one core) instead of following it. The lanes take them, and hand them back for the
-    publication when they are done; the block's end stops those left."""
+    ~2 s on one core) instead of following it. The lanes take them; those no lane took (a run with
+    nothing to compute) publish the run; the block's end stops those left."""
     for _ in range(count):
         pool = process_pool(1)
         pool.submit(_ready)
         give_back(pool)
-
-
-def _released(pool: ProcessPoolExecutor) -> bool:
-    """The worker let go of its last domain (so it holds no database while it publishes), and is alive."""
-    try:
-        pool.submit(_release).result(timeout=60)
-        return True
-    except Exception:  # noqa: BLE001 - a worker that died or hangs is not kept
-        return False
 
 
 def _ready() -> None:
@@ -161,11 +144,3 @@ def _compute(work: DomainWork, stage: str) -> float:
         except Exception:  # noqa: BLE001 - any exception a stage raised must reach the parent as one line
             raise RuntimeError(f"{type(exc).__name__}: {exc}") from None
         raise
-
-
-def _release() -> None:
-    """In a worker: close the domain it computed last."""
-    global _current
-    if _current is not None:
-        _current.close()
-    _current = None

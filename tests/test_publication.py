@@ -155,8 +155,9 @@ def test_worker_processes_publish_only_runs_big_enough_to_pay_for_their_start(tm
 
 
 def test_the_publication_runs_in_the_workers_a_command_kept_and_hands_them_back(out):
-    """In a keeping_workers block (the CLI's generate), the stages' idle workers publish: parts as
-    the parent publishing alone makes them, no new worker started, every worker kept for what follows."""
+    """In a keeping_workers block (the CLI's generate), the workers it started ahead and did not need
+    for the stages publish: parts as the parent publishing alone makes them, no new worker started,
+    every worker kept for what follows."""
     import os
 
     import psutil
