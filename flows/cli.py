@@ -169,7 +169,7 @@ def generate(
     _check_scale(scale, names if backend == "offline" else [], folders)
     _check_out(out)
     configure_prefect()
-    with keeping_workers():
+    with keeping_workers():  # those the stages did not take publish the run (pipeline/workers.py)
         if computes_in_lanes(backend, reference, runner):
             start_workers(thread_count(runner, len(names)))  # they start while Prefect is imported
         from .generate import RunConfig  # imports Prefect: after configure_prefect
@@ -222,18 +222,7 @@ def _check_runner(runner: str) -> None:
 
 
 def _execute(config) -> None:
-    """Run the generation for `config` with live progress, print the summary, publish, exit 1 if a
-    domain failed. Workers started ahead and not needed for the stages publish (pipeline/workers.py)."""
-    with keeping_workers():
-        report = _generate(config)
-        if report["domains"]:
-            _publish(config.out, refresh=config.refresh)
-    if report["failed"]:
-        raise typer.Exit(1)
-
-
-def _generate(config) -> dict:
-    """The generation with live progress, then its summary; returns its report."""
+    """Run the generation for `config` with live progress, print the summary, exit 1 if a domain failed."""
     from .generate import run_generation
 
     names, out = config.domains, config.out
@@ -253,7 +242,10 @@ def _generate(config) -> dict:
         console.print(f"resumed: reused {stages['reused']} stage artifacts, computed {stages['computed']}")
     for name, reason in report["failed"].items():
         console.print(f"[red]{name} failed:[/red] {escape(reason.splitlines()[0])}", soft_wrap=True)
-    return report
+    if report["domains"]:
+        _publish(out, refresh=config.refresh)
+    if report["failed"]:
+        raise typer.Exit(1)
 
 
 def _publish(out: Path, refresh: bool = False) -> None:
