@@ -22,6 +22,18 @@ from collections.abc import Callable
 from pathlib import Path
 
 
+def database_file(url: str) -> Path | None:
+    """The SQLite file a database URL names; None for another database, one in memory or a `file:` URI.
+    (Also read by the process that launches the server, to set a database aside: flows/local_server.py.)"""
+    from sqlalchemy.engine import make_url
+
+    parsed = make_url(url)
+    if parsed.get_backend_name() != "sqlite" or not parsed.database or parsed.database == ":memory:" \
+            or parsed.database.startswith("file:"):
+        return None
+    return Path(parsed.database)
+
+
 def template_path() -> Path:
     """This Prefect's template, in the user's cache: keyed by its version and migration files."""
     import prefect

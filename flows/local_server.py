@@ -166,7 +166,9 @@ def ensure_started(say: Callable[[str], None]) -> None:
     if _server is not None or not is_ephemeral():
         return
     from prefect.context import refresh_global_settings_context
-    from prefect.settings import PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS
+    from prefect.settings import PREFECT_API_DATABASE_CONNECTION_URL, PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS
+
+    from .database_template import database_file
 
     say("starting Prefect's local server (set PREFECT_API_URL to use a running one)")
     started = time.perf_counter()
@@ -174,7 +176,7 @@ def ensure_started(say: Callable[[str], None]) -> None:
     try:
         server = _answering(timeout)
     except LocalServerError as exc:
-        database = database_file()
+        database = database_file(PREFECT_API_DATABASE_CONNECTION_URL.value())
         if database is None or not database.exists():
             raise
         # a start killed while migrating leaves a half-migrated database, which no later start gets past
@@ -204,18 +206,6 @@ def _answering(timeout_s: float) -> LocalServer:
         server.stop()
         raise
     return server
-
-
-def database_file() -> Path | None:
-    """The SQLite file Prefect's server keeps its runs in (by default PREFECT_HOME/prefect.db), if it is one."""
-    from prefect.settings import PREFECT_API_DATABASE_CONNECTION_URL
-    from sqlalchemy.engine import make_url
-
-    url = make_url(PREFECT_API_DATABASE_CONNECTION_URL.value())
-    if url.get_backend_name() != "sqlite" or not url.database or url.database == ":memory:" \
-            or url.database.startswith("file:"):
-        return None
-    return Path(url.database)
 
 
 def _set_aside(database: Path) -> tuple[Path, Callable[[], None]]:

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from pathlib import Path
 from typing import Any
 
 from prefect.server.api.server import create_app as prefect_app
@@ -28,9 +27,8 @@ from prefect.server.database.configurations import AioSqliteConfiguration
 from prefect.server.database.dependencies import MODELS_DEPENDENCIES
 from prefect.server.utilities.database import get_dialect
 from prefect.settings import PREFECT_API_DATABASE_CONNECTION_URL
-from sqlalchemy.engine import make_url
 
-from .database_template import seed_new_database
+from .database_template import database_file, seed_new_database
 
 
 class ImmediateSqliteConfiguration(AioSqliteConfiguration):
@@ -49,13 +47,13 @@ def create_app() -> Any:
         return prefect_app()
     MODELS_DEPENDENCIES["database_config"] = ImmediateSqliteConfiguration(connection_url=url)
     app = prefect_app()
-    database = make_url(url).database
-    if database and database != ":memory:" and not database.startswith("file:"):
+    database = database_file(url)
+    if database is not None:
         prefects_start = app.router.lifespan_context
 
         @asynccontextmanager
         async def seeded_start(app: Any) -> AsyncIterator[None]:
-            await seed_new_database(Path(database))
+            await seed_new_database(database)
             async with prefects_start(app):
                 yield
 
