@@ -57,6 +57,18 @@ def _per_task(tasks: list[Task], env: Environment, gates: Sequence[Gate], verdic
     return passing, rejected
 
 
+def _per_task_elsewhere(tasks: list[Task], env: Environment, gates: Sequence[Gate],
+                        verdicts: dict[int, dict[str, GateVerdict]]) -> tuple[list[Task], list[Rejection]]:
+    """_per_task, with the tasks' gold replayed in a second interpreter meanwhile when a gate needs it."""
+    if not any(getattr(gate, "second_interpreter", False) for gate in gates):
+        return _per_task(tasks, env, gates, verdicts)
+    elsewhere = OtherInterpreter(env, tasks)
+    try:
+        return _per_task(tasks, env, gates, verdicts, elsewhere)
+    finally:
+        elsewhere.finish()
+
+
 def run_gates(tasks: Iterable[Task], env: Environment, gates: Sequence[Gate] | None = None,
               batch_gates: Sequence[BatchGate] | None = None,
               fallbacks: Mapping[str, Task] | None = None) -> tuple[list[Task], list[Rejection]]:
@@ -69,21 +81,14 @@ def run_gates(tasks: Iterable[Task], env: Environment, gates: Sequence[Gate] | N
     if gates is None and batch_gates is None:
         gates, batch_gates = default_gates()
     verdicts: dict[int, dict[str, GateVerdict]] = {}  # by id(task), until the batch gates are done
-    tasks = list(tasks)
-    elsewhere = None  # the fallbacks too are replayed there, alongside
-    if any(getattr(gate, "second_interpreter", False) for gate in gates or ()):
-        elsewhere = OtherInterpreter(env, [*tasks, *(fallbacks or {}).values()])
-    try:
-        passing, rejected = _per_task(tasks, env, gates or (), verdicts, elsewhere)
-        bases = [fallbacks[r.task.meta.hardened_from] for r in rejected
-                 if fallbacks and r.task.meta.hardened_from in fallbacks]
-        if bases:
-            more, more_rejected = _per_task(bases, env, gates or (), verdicts, elsewhere)
-            passing += more
-            rejected += more_rejected
-    finally:
-        if elsewhere is not None:
-            elsewhere.finish()
+    passing, rejected = _per_task_elsewhere(list(tasks), env, gates or (), verdicts)
+    # a base is gated (and replayed in the second interpreter) only when its variant was rejected: few are
+    bases = [fallbacks[r.task.meta.hardened_from] for r in rejected
+             if fallbacks and r.task.meta.hardened_from in fallbacks]
+    if bases:
+        more, more_rejected = _per_task_elsewhere(bases, env, gates or (), verdicts)
+        passing += more
+        rejected += more_rejected
     for gate in batch_gates or ():
         passing, dropped = gate.check_all(passing)
         for task in passing:

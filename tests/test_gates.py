@@ -145,7 +145,7 @@ def test_the_second_interpreter_serves_gate_run_after_gate_run(library_tasks):
 def test_replays_elsewhere_are_read_as_asked_and_finish_reads_the_rest(library_tasks):
     """The gates wait for the task they check, not the whole request: the child works ahead (read
     all at the first ask, it stopped at a full pipe and the gates waited ~1 s per domain). Tasks
-    never asked (fallbacks no variant needed) are read at finish, and the child serves the next run."""
+    never asked (an earlier gate rejected them) are read at finish, and the child serves the next run."""
     env, tasks = library_tasks
     other = OtherInterpreter(env, tasks[:4])
     assert check_elsewhere(DeterminismGate(), env, tasks[0], other).passed

@@ -30,6 +30,7 @@ from toolscale.pipeline.llm.slices import db_slice
 from toolscale.pipeline.llm.synthesizer import anchor_pool
 from toolscale.pipeline.llm.harden import anchor_record, build_hardened
 from toolscale.pipeline.llm.tasks import build_task, unbuilt_task
+from toolscale.quality import gating
 from toolscale.quality.gating import run_gates, screen
 
 DOMAIN = "bank"
@@ -177,6 +178,24 @@ def test_a_variant_a_gate_rejects_gives_way_to_the_verified_task_it_replaced(lib
     assert [r.task.id for r in rejected] == [leaky.id] and rejected[0].gate == "wording"
     assert sorted(t.id for t in accepted) == sorted([base.id, tasks[1].id, tasks[2].id])
     assert all(t.meta.gates and all(v.passed for v in t.meta.gates.values()) for t in accepted)
+
+
+def test_only_the_bases_of_rejected_variants_are_replayed_in_the_second_interpreter(library_tasks, monkeypatch):
+    """Of a default run's ~1,250 bases only ~36 stand in for a rejected variant: replaying them all there
+    was a fifth of the second interpreter's work for nothing."""
+    env, tasks = library_tasks
+    variants = [t.model_copy(update={"id": f"{t.id}.hard", "meta": t.meta.model_copy(update={
+        "hardened_from": t.id, "hardening": ["distractor"]})}) for t in tasks[:3]]
+    leaky = variants[0].model_copy(update={
+        "user_scenario": variants[0].user_scenario.model_copy(update={"persona": ""})})
+    sent: list[list[str]] = []
+    replay_elsewhere = gating.OtherInterpreter
+    monkeypatch.setattr(gating, "OtherInterpreter",
+                        lambda env, tasks: sent.append([t.id for t in tasks]) or replay_elsewhere(env, tasks))
+    accepted, rejected = run_gates([leaky, *variants[1:]], env, fallbacks={t.id: t for t in tasks[:3]})
+    assert sent == [[leaky.id, variants[1].id, variants[2].id], [tasks[0].id]]
+    assert sorted(t.id for t in accepted) == sorted([tasks[0].id, variants[1].id, variants[2].id])
+    assert accepted[[t.id for t in accepted].index(tasks[0].id)].meta.gates["determinism"].passed
 
 
 # tool source ---------------------------------------------------------------------------------
