@@ -91,11 +91,12 @@ def test_a_closed_run_starts_no_more_stages_and_answers_every_one(tmp_path):
 
 
 def _workers() -> set[int]:
-    """This process's live spawned workers; one another test left ending (a zombie, or gone) is not one."""
+    """This process's live workers, the children of its fork server (pipeline/workers.py); one another
+    test left ending (a zombie, or gone) is not one."""
     found = set()
-    for child in psutil.Process().children():
+    for child in psutil.Process().children(recursive=True):
         try:
-            if "spawn_main" in " ".join(child.cmdline()):
+            if child.ppid() != os.getpid() and "forkserver" in " ".join(child.cmdline()):
                 found.add(child.pid)
         except psutil.Error:
             pass

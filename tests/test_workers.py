@@ -12,6 +12,8 @@ import sys
 import psutil
 import pytest
 
+from toolscale.pipeline.workers import process_pool
+
 PARENT = """
 import os, sys, time
 from toolscale.pipeline.workers import process_pool
@@ -37,3 +39,15 @@ def test_a_worker_ends_when_its_parent_is_killed():
             parent.kill()
         if worker is not None and worker.is_running():
             worker.kill()
+
+
+def test_a_worker_has_the_environment_and_folder_of_the_process_that_made_its_pool(tmp_path, monkeypatch):
+    """Workers are forked from a fork server started with the first pool (pipeline/workers.py): a later
+    pool's worker must still see what a spawned one would, the environment and folder of now."""
+    with process_pool(1) as first:
+        first.submit(os.getpid).result()
+    monkeypatch.setenv("TOOLSCALE_WORKER_MARK", str(tmp_path))
+    monkeypatch.chdir(tmp_path)
+    with process_pool(1) as pool:
+        assert pool.submit(os.getenv, "TOOLSCALE_WORKER_MARK").result() == str(tmp_path)
+        assert pool.submit(os.getcwd).result() == str(tmp_path)
