@@ -41,9 +41,11 @@ def complete_all(client: LLMClient, usage: Usage, numbers) -> list:
 
 
 def test_429_500_and_timeouts_are_retried_until_every_request_is_answered(make_client):
-    faults = Faults(rate=0.5, kinds=("429", "500", "timeout"), timeout_s=0.5)
+    # a client timeout well above an answer's time on a busy machine (0.25 s was not: a slow answer was
+    # one retry more than the faults), and a stalled answer well above it
+    faults = Faults(rate=0.5, kinds=("429", "500", "timeout"), timeout_s=2.5)
     with LLMTestServer(faults=faults) as server:
-        client = make_client(server, timeout_s=0.25, max_retries=10)
+        client = make_client(server, timeout_s=1.0, max_retries=10)
         usage = Usage("toolscale-test", None)
         answers = complete_all(client, usage, range(20))
         assert all(not isinstance(a, Exception) for a in answers)
