@@ -114,8 +114,9 @@ def computes_in_lanes(backend: str, reference: object, runner: str) -> bool:
 def start_workers(count: int) -> None:
     """Start `count` lane workers now, in a keeping_workers block (pipeline/workers.py): their start
     (the first pool's starts the fork server, whose imports take ~1 s of CPU) then overlaps the run's
-    own start-up (Prefect's import and the plan, ~2 s on one core) instead of following it. The lanes take them; those no lane took (a run with
-    nothing to compute) publish the run; the block's end stops those left."""
+    own start-up (Prefect's import and the plan, ~2 s on one core) instead of following it. The lanes
+    take them; those no lane took (a run with nothing to compute) publish the run; the block's end
+    stops those left."""
     for _ in range(count):
         pool = process_pool(1)
         pool.submit(_ready)
