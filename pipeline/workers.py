@@ -30,6 +30,8 @@ from concurrent.futures import ProcessPoolExecutor
 from contextlib import contextmanager
 from multiprocessing import forkserver
 
+import psutil
+
 _PR_SET_PDEATHSIG = 1
 
 
@@ -78,9 +80,8 @@ def _leave_the_fork_server_to_the_parent() -> None:
 
 def _parent_of(pid: int) -> int:
     try:
-        with open(f"/proc/{pid}/stat", encoding="ascii") as stat:
-            return int(stat.read().rpartition(")")[2].split()[1])  # after the name, which may hold spaces
-    except (OSError, ValueError, IndexError):
+        return psutil.Process(pid).ppid()
+    except psutil.Error:
         return -1
 
 
