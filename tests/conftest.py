@@ -1,5 +1,6 @@
 """Shared fixtures: the tiny `library` test domain, the built-in bank, a quiet Prefect home and one Prefect
-server per test worker for the CLI runs; and the security suite's summary line."""
+server per test worker for the CLI runs; the order test files are handed out in (longest first); and the
+security suite's summary line."""
 
 from __future__ import annotations
 
