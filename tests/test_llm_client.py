@@ -4,7 +4,6 @@ retries in one layer, the bound on requests in flight, the response cache, usage
 from __future__ import annotations
 
 import asyncio
-import time
 
 import pytest
 
@@ -90,12 +89,10 @@ def test_a_cached_answer_is_replayed_without_a_request(make_client):
 def test_requests_in_flight_never_exceed_the_limit_and_fill_it(make_client):
     with LLMTestServer(latency=0.2) as server:
         client = make_client(server, max_in_flight=4)
-        start = time.perf_counter()
         answers = complete_all(client, Usage("m", None), range(16))
-        elapsed = time.perf_counter() - start
     assert all(not isinstance(a, Exception) for a in answers)
+    # counted by the server, not timed: a busy machine stretches any wall-clock bound
     assert server.stats.max_in_flight == 4
-    assert elapsed < 16 * 0.2 / 2  # four at a time, not one
 
 
 def test_identical_requests_in_flight_share_one_answer(make_client):
