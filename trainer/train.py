@@ -104,7 +104,7 @@ def main(config: TrainConfig) -> dict[str, Any]:
         rows = [r for r in rows if len(fmt.prompt_ids(prompt(r), r.tools)) <= config.prompt.max_prompt_tokens]
         rows = [dataclasses.replace(r, index=i) for i, r in enumerate(rows)]
     warmup_losses = warm_up(model, [gold_sequence(r, data[r.spec.domain].env, fmt, with_user) for r in rows]
-                            if config.warmup.steps else [], config.warmup, tokenizer.pad_token_id)
+                            if config.warmup.steps else [], config.warmup)
     n_params = sum(p.numel() for p in model.parameters())
     before = {k: v.detach().clone() for k, v in model.state_dict().items()} if n_params < 50_000_000 else None
 

@@ -60,20 +60,22 @@ def gold_sequence(row: Row, env: Environment, fmt: ChatFormat, with_user: bool =
     return ids, mask
 
 
-def _masked_loss(model: Any, input_ids: Any, attention: Any, labels: Any) -> Any:
-    """Next-token loss on the labelled positions only: the head runs on ~10% of the tokens."""
+def _summed_loss(model: Any, ids: list[int], mask: list[int]) -> Any:
+    """The summed next-token loss of one sequence on its written tokens.
+    One sequence a forward: no padding to compute and no attention mask, so attention takes its
+    causal fast path (a step of two ~1,160-token sequences on CPU: 143 ms, against 200 ms padded)."""
     import torch
 
-    hidden = model.base_model(input_ids=input_ids, attention_mask=attention).last_hidden_state
-    targets = labels[:, 1:]
-    keep = targets != -100
-    logits = model.get_output_embeddings()(hidden[:, :-1][keep])
-    return torch.nn.functional.cross_entropy(logits.float(), targets[keep])
+    input_ids = torch.tensor([ids])
+    hidden = model.base_model(input_ids=input_ids).last_hidden_state[0, :-1]
+    keep = torch.tensor(mask[1:], dtype=torch.bool)
+    logits = model.get_output_embeddings()(hidden[keep])  # the head runs on ~10% of the tokens
+    return torch.nn.functional.cross_entropy(logits.float(), input_ids[0, 1:][keep], reduction="sum")
 
 
-def warm_up(model: Any, sequences: list[tuple[list[int], list[int]]], config: WarmupConfig,
-            pad_id: int) -> list[float]:
-    """Teacher-force `sequences` for `config.steps` AdamW steps; returns the loss of each step."""
+def warm_up(model: Any, sequences: list[tuple[list[int], list[int]]], config: WarmupConfig) -> list[float]:
+    """Teacher-force `sequences` for `config.steps` AdamW steps; returns the loss of each step: the
+    mean over the written tokens of its batch, gradients accumulated one sequence at a time."""
     import torch
 
     if config.steps == 0 or not sequences:
@@ -85,20 +87,16 @@ def warm_up(model: Any, sequences: list[tuple[list[int], list[int]]], config: Wa
     started = time.perf_counter()
     for _ in range(config.steps):
         batch = [sequences[rng.randrange(len(sequences))] for _ in range(config.batch_size)]
-        width = max(len(ids) for ids, _ in batch)
-        input_ids = torch.full((len(batch), width), pad_id, dtype=torch.long)
-        labels = torch.full((len(batch), width), -100, dtype=torch.long)
-        attention = torch.zeros((len(batch), width), dtype=torch.long)
-        for row, (ids, mask) in enumerate(batch):
-            input_ids[row, : len(ids)] = torch.tensor(ids)
-            attention[row, : len(ids)] = 1
-            labels[row, : len(ids)] = torch.tensor([t if m else -100 for t, m in zip(ids, mask)])
-        loss = _masked_loss(model, input_ids, attention, labels)
+        written = max(1, sum(sum(mask[1:]) for _, mask in batch))
         optimizer.zero_grad()
-        loss.backward()
+        total = 0.0
+        for ids, mask in batch:
+            loss = _summed_loss(model, ids, mask)
+            (loss / written).backward()
+            total += loss.item()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         optimizer.step()
-        losses.append(loss.item())
+        losses.append(total / written)
     model.eval()
     print(f"warm-up: {config.steps} steps in {time.perf_counter() - started:.1f}s, "
           f"loss {losses[0]:.3f} -> {losses[-1]:.3f}", flush=True)
