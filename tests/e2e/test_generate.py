@@ -14,6 +14,7 @@ import pytest
 
 from toolscale.domains import Environment, Task, builtin_domain, replay
 
+SCALE = "0.5"  # the CLI's layout and determinism, at half the cost (the default size: test_synthesis.py)
 DOMAIN_FILES = ["domain.yaml", "tools.py", "policy.md", "db.sqlite", "tools.json", "tasks.jsonl", "rejected.jsonl"]
 
 
@@ -28,7 +29,8 @@ def runs(tmp_path_factory):
     work = tmp_path_factory.mktemp("generate")
     results = {}
     for name, seed in (("a", "11"), ("b", "11"), ("c", "12")):
-        proc = toolscale("generate", "--domains", "bank", "--seed", seed, "--out", str(work / name), cwd=work)
+        proc = toolscale("generate", "--domains", "bank", "--seed", seed, "--scale", SCALE, "--out", str(work / name),
+                         cwd=work)
         assert proc.returncode == 0, proc.stderr[-3000:]
         results[name] = (work / name, proc)
     return results
@@ -51,7 +53,7 @@ def test_generate_writes_the_documented_layout(runs):
     for name in DOMAIN_FILES:
         assert (out / "bank" / name).exists(), name
     report = json.loads((out / "report.json").read_text())
-    assert report["domains"]["bank"]["accepted"] >= 300
+    assert report["domains"]["bank"]["accepted"] >= 150 and report["scale"] == float(SCALE)
     assert report["totals"]["accepted"] == report["domains"]["bank"]["accepted"]
     assert "accepted tasks" in proc.stderr
     text = (out / "report.md").read_text()
