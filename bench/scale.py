@@ -78,7 +78,7 @@ def run_measured(cmd: list[str], cwd: Path, out: Path) -> dict[str, float]:
 def plain_stage_seconds(domains: list[str], out: Path) -> float:
     """The stages of every domain without Prefect: the run's own lanes (flows/lanes.py, one worker
     process per core) and nothing else, until the last stage is stored."""
-    from toolscale.flows.generate import RunConfig, domain_work, stages_to_run
+    from toolscale.flows.plan import RunConfig, domain_work, stages_to_run
     from toolscale.flows.lanes import StageLanes
     from toolscale.flows.runners import thread_count
 

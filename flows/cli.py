@@ -171,8 +171,8 @@ def generate(
     configure_prefect()
     with keeping_workers():  # those the stages did not take publish the run (pipeline/workers.py)
         if computes_in_lanes(backend, reference, runner):
-            start_workers(thread_count(runner, len(names)))  # they start while Prefect is imported
-        from .generate import RunConfig  # imports Prefect: after configure_prefect
+            start_workers(thread_count(runner, len(names)))  # they start while the run is planned
+        from .plan import RunConfig
 
         _execute(RunConfig(domains=names, domain_dirs=folders, seed=seed, out=out, backend=backend, llm=llm,
                            scale=scale, refresh=refresh, runner=runner, reference=reference))
@@ -223,13 +223,17 @@ def _check_runner(runner: str) -> None:
 
 def _execute(config) -> None:
     """Run the generation for `config` with live progress, print the summary, exit 1 if a domain failed."""
-    from .generate import run_generation
+    from .plan import plan_run
 
     names, out = config.domains, config.out
     started = time.perf_counter()
     with showing_progress(console, names):
         try:
-            report = _run_flow(run_generation, config, start_server=False)  # not for a run with nothing to do
+            with plan_run(config) as planned:  # its stages compute from now, while Prefect is imported
+                from .generate import run_generation  # imports Prefect: after configure_prefect
+
+                # the flow starts Prefect's server itself: not for a run with nothing to do
+                report = _run_flow(run_generation, config, planned, start_server=False)
         except (DomainError, RunnerError) as exc:
             _fail_usage(str(exc).splitlines()[0])
     console.print(_summary(report))
@@ -292,7 +296,8 @@ def regenerate_domain(
     configure_prefect()
     from pydantic import ValidationError
 
-    from .generate import RunConfig, settings_of
+    from .generate import settings_of
+    from .plan import RunConfig
 
     settings = settings_of(out, name)
     if seed is not None:

@@ -12,7 +12,8 @@ store in the run directory under a key computed before anything runs (flows/stag
 - `refresh` recomputes every stage of the requested domains.
 Domains run on the configured task runner (flows/runners.py); a domain's subflow and stages run
 on one worker. With the default threads runner and the offline backend, the stages themselves
-compute in worker processes (flows/lanes.py), starting while Prefect's server starts.
+compute in worker processes (flows/lanes.py), started by the run's plan (flows/plan.py) before
+Prefect is imported.
 """
 
 # No `from __future__ import annotations` here: a process or Dask worker gets the flows pickled by
@@ -23,87 +24,26 @@ import time
 from collections.abc import Callable
 from contextlib import nullcontext
 from pathlib import Path
-from typing import Any, ClassVar, Literal
+from typing import Any
 
 import prefect.runtime as prefect_runtime
 from prefect import flow, get_run_logger, tags, task
 from prefect.cache_policies import NO_CACHE
 from prefect.exceptions import MissingContextError
 from prefect.states import Cancelled, Completed, State
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from toolscale.pipeline.export import atomic_write
-from toolscale.pipeline.llm import LLMConfig, LLMSynthesizer, merge_reports
-from toolscale.pipeline.synthesizer import OfflineSynthesizer, Synthesizer
-from toolscale.quality.gating import screen
-from toolscale.quality.reference import ReferenceConfig
+from toolscale.pipeline.llm import merge_reports
 from toolscale.quality.report import markdown, totals
 
 from . import interrupts, llm_progress, local_server, progress
-from .lanes import StageLanes, computes_in_lanes
-from .runners import parse_runner, task_runner, thread_count
-from .stages import STAGE_NAMES, STAGES, DomainWork, compute_stage, is_current, stage_keys
+from .lanes import StageLanes
+from .plan import Planned, RunConfig, domain_work, plan_run
+from .runners import task_runner
+from .stages import STAGE_NAMES, STAGES, DomainWork, compute_stage
 from .store import StageStore, read_json
 
 STAGE_RETRIES = 2  # for stages that call the synthesizer, when the backend calls out
-
-
-class RunConfig(BaseModel):
-    """One run. `settings()` (everything but where and how it runs) keys the stage artifacts and is
-    recorded in report.json, so keep secrets out of it (add them to RUN_ONLY)."""
-
-    model_config = ConfigDict(extra="forbid")
-    RUN_ONLY: ClassVar[set[str]] = {"domains", "domain_dirs", "out", "runner", "refresh", "merge"}
-    domains: list[str] = Field(min_length=1)
-    domain_dirs: dict[str, str] = Field(default_factory=dict, description=(
-        "domain name -> a hand-written domain folder, built like a built-in domain (offline); its content, "
-        "not its path, keys the artifacts"))
-    seed: int = 0
-    out: Path = Path("output")
-    backend: Literal["offline", "llm"] = "offline"
-    llm: LLMConfig | None = Field(None, description="the endpoint, model and sizes of the llm backend")
-    scale: float = Field(1.0, gt=0)
-    reference: ReferenceConfig | None = Field(None, description="the LLM gates' reference agent, if any")
-    runner: str = "threads"
-    refresh: bool = Field(False, description="recompute every stage, ignoring stored artifacts")
-    merge: bool = Field(False, description="merge into OUT/report.json instead of replacing it")
-
-    @model_validator(mode="after")
-    def _llm_configured(self) -> "RunConfig":
-        if self.backend == "llm" and self.llm is None:
-            raise ValueError("the llm backend needs an llm config (base_url and model)")
-        if self.backend == "llm" and self.domain_dirs:
-            raise ValueError("a domain folder is built by the offline backend (an LLM designs its own domains)")
-        return self
-
-    @field_validator("runner")
-    @classmethod
-    def _known_runner(cls, value: str) -> str:
-        parse_runner(value)
-        return value
-
-    def settings(self) -> dict[str, Any]:
-        return self.model_dump(mode="json", exclude=self.RUN_ONLY)
-
-
-def synthesizer_for(config: RunConfig) -> Synthesizer:
-    if config.backend == "llm":
-        return LLMSynthesizer(config.llm, seed=config.seed, scale=config.scale, screen=screen)
-    return OfflineSynthesizer(scale=config.scale, folders=config.domain_dirs)
-
-
-def domain_work(name: str, config: RunConfig) -> DomainWork:
-    synth = synthesizer_for(config)
-    return DomainWork(name, config.out, config.seed, config.scale, synth, StageStore(config.out, name),
-                      stage_keys(name, config.settings(), synth), config.reference)
-
-
-def stages_to_run(work: DomainWork, refresh: bool) -> list[str]:
-    """The stages to compute: all with `refresh`, else from the first one that is not current on."""
-    for i, stage in enumerate(STAGES):
-        if refresh or not is_current(work, stage):
-            return [s.name for s in STAGES[i:]]
-    return []
 
 
 def domain_entry(work: DomainWork) -> dict[str, Any]:
@@ -298,30 +238,28 @@ def _merged(old: dict[str, Any], domains: dict[str, dict[str, Any]],
     return head, merged, {**still_failed, **failed}
 
 
-def run_generation(config: RunConfig) -> dict[str, Any]:
-    """Plan the run; start Prefect only if some stage must be computed."""
-    start = time.perf_counter()
-    config.out.mkdir(parents=True, exist_ok=True)
-    plan = {name: stages_to_run(domain_work(name, config), config.refresh) for name in config.domains}
+def run_generation(config: RunConfig, planned: Planned | None = None) -> dict[str, Any]:
+    """Run `planned` (`config`'s plan: made here when not given); start Prefect only if some stage
+    must be computed."""
+    if planned is None:
+        with plan_run(config) as planned:
+            return run_generation(config, planned)
+    plan = planned.todo
     if not any(plan.values()):
         for name in config.domains:
             for stage in STAGES:
                 progress.emit(name, stage.name, reused=True)
-        return finish_run(config, {}, {}, start)
+        return finish_run(config, {}, {}, planned.started)
     domains = sum(1 for todo in plan.values() if todo)
     runner = task_runner(config.runner, domains=domains, io_bound=config.backend != "offline")
     global _lanes
-    if computes_in_lanes(config.backend, config.reference, config.runner):  # now, while Prefect's server starts
-        _lanes = StageLanes({name: (domain_work(name, config), todo) for name, todo in plan.items() if todo},
-                            lanes=thread_count(config.runner, domains))
+    _lanes = planned.lanes
     try:
         local_server.ensure_started(lambda message: progress.emit("prefect", "notice", message=message))
         # a Prefect UI filters runs by their tags
         with local_server.flow_settings(), tags(f"seed:{config.seed}", f"backend:{config.backend}"):
             return generate.with_options(task_runner=runner, flow_run_name=run_name(config))(config, plan)
     finally:
-        if _lanes is not None:
-            _lanes.close()
         _lanes = None
 
 

@@ -15,7 +15,8 @@ from typing import Any
 from toolscale.domains import BUILTIN_DOMAINS
 from toolscale.pipeline.llm import LLMConfig
 
-from .generate import RunConfig, run_generation
+from .generate import run_generation
+from .plan import RunConfig
 
 MAX_NAME = 40
 

@@ -13,7 +13,7 @@ import pytest
 
 from toolscale.flows import lanes as lanes_module
 from toolscale.flows import progress
-from toolscale.flows.generate import RunConfig, domain_work, stages_to_run
+from toolscale.flows.plan import RunConfig, domain_work, stages_to_run
 from toolscale.flows.lanes import StageLanes
 from toolscale.flows.stages import PUBLIC_FILES, STAGE_NAMES, compute_stage
 from toolscale.pipeline.workers import give_back, keeping_workers, process_pool, take_worker

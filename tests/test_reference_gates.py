@@ -15,7 +15,8 @@ import pytest
 from llm_server import Faults, LLMTestServer
 from test_resume import build as build_weather
 from toolscale.domains.tasks import Rejection, Task
-from toolscale.flows.generate import RunConfig, domain_entry, domain_work
+from toolscale.flows.generate import domain_entry
+from toolscale.flows.plan import RunConfig, domain_work
 from toolscale.quality.reference import ReferenceConfig, ReferenceUnavailable
 from toolscale.flows.store import read_jsonl
 from toolscale.agents.scoring import pass_hat

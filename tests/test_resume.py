@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from toolscale.flows.digests import module_closure, stage_key
-from toolscale.flows.generate import RunConfig, domain_entry, domain_work, run_stage, stages_to_run
+from toolscale.flows.generate import domain_entry, run_stage
+from toolscale.flows.plan import RunConfig, domain_work, stages_to_run
 from toolscale.flows.runners import RunnerError, parse_runner
 from toolscale.flows.stages import STAGE_NAMES, PUBLIC_FILES, DomainWork
 from toolscale.flows.store import StageStore
@@ -163,10 +164,11 @@ def test_unknown_runner_settings_say_which_exist(text):
 def test_keying_the_stages_runs_none_of_the_code_it_digests(tmp_path):
     """Digests find module files without importing them: `from .hf import name` once imported
     pipeline/hf.py and with it `datasets` (about 130 MB) into every generate process. An offline
-    run does not load the LLM client library either (0.3 s and 14 MB a process)."""
-    script = ("import sys; from pathlib import Path; from toolscale.flows.generate import RunConfig, domain_work; "
+    run does not load the LLM client library either (0.3 s and 14 MB a process), and planning a run
+    imports no Prefect: its stages compute while the flow imports it (flows/plan.py)."""
+    script = ("import sys; from pathlib import Path; from toolscale.flows.plan import RunConfig, domain_work; "
               f"domain_work('bank', RunConfig(domains=['bank'], out=Path({str(tmp_path)!r}))); "
-              "print(sorted(m for m in ('datasets', 'torch', 'transformers', 'openai') if m in sys.modules))")
+              "print(sorted(m for m in ('datasets', 'torch', 'transformers', 'openai', 'prefect') if m in sys.modules))")
     proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert proc.stdout.strip() == "[]"

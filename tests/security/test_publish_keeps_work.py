@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 
 from toolscale.flows import progress
-from toolscale.flows.generate import RunConfig, domain_entry, domain_work, finish_run, run_generation, run_stage
-from toolscale.flows.generate import stages_to_run
+from toolscale.flows.generate import domain_entry, finish_run, run_generation, run_stage
+from toolscale.flows.plan import RunConfig, domain_work, stages_to_run
 from toolscale.flows.publish import mark_published, publication_key, reuse_publication
 from toolscale.pipeline.publication import build_publication
 from toolscale.pipeline.rows import read_run

@@ -18,7 +18,8 @@ import pytest
 
 from toolscale.flows import progress
 from toolscale.flows.digests import file_digest
-from toolscale.flows.generate import RunConfig, domain_entry, domain_work, run_stage, stages_to_run
+from toolscale.flows.generate import domain_entry, run_stage
+from toolscale.flows.plan import RunConfig, domain_work, stages_to_run
 from toolscale.flows.stages import PUBLIC_FILES, STAGE_NAMES
 from toolscale.flows.store import StageStore
 
