@@ -4,9 +4,8 @@ Offline stages are pure CPU: in threads, two domains share one core (the GIL). H
 worker process (one lane per core by default) that takes the next planned domain and computes its
 stages in order, so a domain's design, rows and database are loaded once, in one process. The lanes
 start before Prefect is imported (flows/plan.py) and its local server is up (its start costs a core
-for ~5 s); the flow's stage
-task runs then wait for their stage here (flows/generate.py), so a Prefect UI still shows every
-domain and stage, with the seconds each took.
+for ~5 s); the flow's stage task runs then wait for their stage here (flows/generate.py), so a
+Prefect UI still shows every domain and stage, with the seconds each took.
 """
 
 from __future__ import annotations
