@@ -118,14 +118,20 @@ def funnel_steps(funnel: dict[str, Any]) -> list[tuple[str, int]]:
     return steps
 
 
-def _plots(report: dict[str, Any], out: Path) -> list[str]:
-    """The funnel as shares (each gate's rejections, % of a domain's candidates: accepted tasks would
-    dwarf them) and the mix of what was kept (difficulty and hardening, % of accepted)."""
+def plotting() -> Any:
+    """matplotlib's pyplot, drawing off-screen."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    return plt
+
+
+def _plots(report: dict[str, Any], out: Path) -> list[str]:
+    """The funnel as shares (each gate's rejections, % of a domain's candidates: accepted tasks would
+    dwarf them) and the mix of what was kept (difficulty and hardening, % of accepted)."""
+    plt = plotting()
     domains = list(report["domains"])
     fig, ax = plt.subplots(figsize=(9, 4.5))
     bottom = [0.0] * len(domains)
