@@ -106,10 +106,11 @@ def plan_run(config: RunConfig) -> Planned:
     """Plan `config`'s run and start its lanes, if its stages compute in them."""
     started = time.perf_counter()
     config.out.mkdir(parents=True, exist_ok=True)
-    todo = {name: stages_to_run(domain_work(name, config), config.refresh) for name in config.domains}
+    works = {name: domain_work(name, config) for name in config.domains}
+    todo = {name: stages_to_run(work, config.refresh) for name, work in works.items()}
     lanes = None
     domains = sum(1 for stages in todo.values() if stages)
     if domains and computes_in_lanes(config.backend, config.reference, config.runner):
-        lanes = StageLanes({name: (domain_work(name, config), stages) for name, stages in todo.items() if stages},
+        lanes = StageLanes({name: (works[name], stages) for name, stages in todo.items() if stages},
                            lanes=thread_count(config.runner, domains))
     return Planned(todo, lanes, started)
