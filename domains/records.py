@@ -288,12 +288,19 @@ class RecordStore:
 class Records(RecordStore):
     """`db` inside tools: get / find / count / insert / update / delete over one DBAPI connection."""
 
-    def __init__(self, spec: DomainSpec, statements: Statements, connection: Any, digest: int) -> None:
+    def __init__(self, spec: DomainSpec, statements: Statements, connection: Any, digest: int,
+                 tables_read: dict[tuple[Any, ...], tuple[dict[str, Any], ...]] | None = None) -> None:
         super().__init__(spec)
         self._sql = statements
         self._sa = statements.metadata.tables
         self._cursor = connection.cursor()
         self.digest = digest
+        # A fork's whole-table reads of the state it was forked from, shared with its siblings: tools
+        # that filter a whole table in Python (a phone number compared digit by digit) read it once
+        # per snapshot instead of once per call, which grew with the table times the tasks. A table
+        # this store wrote to is read from SQL again (no cascades or triggers change another table).
+        self._tables_read = tables_read
+        self._written: set[str] = set()
 
     # reading ----------------------------------------------------------------------------
     def _execute(self, key: tuple[Any, ...], build, params: dict[str, Any]) -> Any:
@@ -329,7 +336,14 @@ class Records(RecordStore):
             return stmt.order_by(sa_table.primary_key.columns[0])
 
         params = {f"w_{c}": where[c] for c in columns if c not in nulls}
-        cursor = self._execute(("find", table, columns, nulls, order, descending), build, params)
+        key = ("find", table, columns, nulls, order, descending)
+        if not columns and self._tables_read is not None and table not in self._written:
+            rows = self._tables_read.get(key)
+            if rows is None:
+                rows = self._tables_read[key] = tuple(self._sql.decode(table, r)
+                                                      for r in self._execute(key, build, params).fetchall())
+            return [dict(r) for r in (rows if limit is None else rows[:max(int(limit), 0)])]  # callers may edit theirs
+        cursor = self._execute(key, build, params)
         found = cursor.fetchall() if limit is None else cursor.fetchmany(max(int(limit), 0))
         return [self._sql.decode(table, r) for r in found]
 
@@ -365,6 +379,7 @@ class Records(RecordStore):
 
     def _write(self, spec: Table, key: tuple[Any, ...], build, params: dict[str, Any], row: dict[str, Any]) -> None:
         """Run a write; turn the database's integrity refusals into ToolErrors that say why."""
+        self._written.add(spec.name)
         try:
             self._execute(key, build, params)
         except Exception as exc:

@@ -154,6 +154,26 @@ def test_forks_see_writes_made_to_their_parent(library_env):
         assert after.state_hash() == library_env.state_hash() == after.recomputed_state_hash()
 
 
+def test_whole_table_reads_shared_by_sibling_forks_show_each_its_own_writes(library_env):
+    """Forks of one state share their whole-table reads (records.py): a fork that wrote to a table
+    reads it from SQL again, its siblings keep the state they forked from, and a tool that edits a
+    row it read edits its own copy."""
+    member, book = an_active_member_and_a_book(library_env)
+    title = {"title": book["title"]}
+    copies = lambda result: next(b["copies"] for b in result.output if b["book_id"] == book["book_id"])  # noqa: E731
+    with library_env.fork() as writer, library_env.fork() as sibling:
+        assert copies(writer.call("search_books", title)) == copies(sibling.call("search_books", title)) == book["copies"]
+        assert writer.call("borrow_book", {"member_id": member["member_id"], "book_id": book["book_id"]}).ok
+        assert copies(writer.call("search_books", title)) == book["copies"] - 1
+        assert writer.dump() != sibling.dump() and writer.recomputed_state_hash() == writer.state_hash()
+        for row in sibling._records.find("books"):
+            row["copies"] = 999
+        assert copies(sibling.call("search_books", title)) == book["copies"]
+        assert sibling._records.find("books", limit=2) == library_env.dump()["books"][:2]
+    with library_env.fork() as later:
+        assert later.dump() == library_env.dump()
+
+
 def test_a_saved_database_has_the_same_bytes_whatever_objects_made_it(tmp_path):
     """SQLAlchemy would create a table's indexes in set order, which varies between MetaData
     objects; create_schema makes them in name order, so a saved file depends on its rows only."""
