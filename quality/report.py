@@ -4,7 +4,7 @@ with the difficulty mix, hardening and tool coverage; as JSON, and as markdown w
 
 from __future__ import annotations
 
-from collections import Counter
+from collections import Counter, defaultdict
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -54,7 +54,11 @@ def _gate_rank(gate: str) -> int:
 
 def domain_funnel(accepted: Sequence[Task], rejected: Sequence[Rejection], tools: Sequence[str] = ()) -> dict[str, Any]:
     """The funnel of one domain: by intent, difficulty, hardening, tool coverage and top reasons."""
-    intents = sorted({t.meta.intent for t in accepted} | {r.task.meta.intent for r in rejected})
+    by_intent: dict[str, tuple[list[Task], list[Rejection]]] = defaultdict(lambda: ([], []))
+    for task in accepted:  # grouped once: filtering the whole domain per intent cost 2 s a domain at 16x
+        by_intent[task.meta.intent][0].append(task)
+    for rejection in rejected:
+        by_intent[rejection.task.meta.intent][1].append(rejection)
     reasons = Counter(f"{r.gate}: {r.reason}" for r in rejected)
     used = Counter(a.name for t in accepted for a in t.evaluation_criteria.actions)
     hardened = [t for t in accepted if t.meta.hardening]
@@ -68,8 +72,7 @@ def domain_funnel(accepted: Sequence[Task], rejected: Sequence[Rejection], tools
         "coverage": {"tools": len(tools), "used": sum(1 for t in tools if used[t]),
                      "share": round(sum(1 for t in tools if used[t]) / len(tools), 3) if tools else 0.0,
                      "calls": {t: used[t] for t in tools}, "unused": [t for t in tools if not used[t]]},
-        "intents": {name: _funnel([t for t in accepted if t.meta.intent == name],
-                                  [r for r in rejected if r.task.meta.intent == name]) for name in intents},
+        "intents": {name: _funnel(*by_intent[name]) for name in sorted(by_intent)},
         "top_rejection_reasons": [{"reason": reason, "count": n} for reason, n in reasons.most_common(10)],
         "task_quality": task_quality(accepted, rejected),
         **_reference_summary([*accepted, *(r.task for r in rejected)]),
