@@ -22,7 +22,7 @@ from .domain import Domain
 from .records import DIGEST_MOD, Clock, Records, row_hash
 from .limits import StepBudget, run_tool
 from .sandbox import ToolError, run_module, sandbox_globals
-from .sql import Statements, create_schema
+from .sql import SharedReads, Statements, create_schema
 
 
 class ToolResult(BaseModel):
@@ -52,19 +52,19 @@ class Environment:
     """A database and the tools that act on it. Not thread-safe: fork one per worker."""
 
     def __init__(self, domain: Domain, connection: Any, statements: Statements, digest: int,
-                 engine: sa.Engine | None = None, tables_read: dict | None = None) -> None:
+                 engine: sa.Engine | None = None, shared_reads: SharedReads | None = None) -> None:
         self.domain = domain
         self._connection = connection
         self._engine = engine  # keeps a non-SQLite database's engine (and pool) alive
         self._statements = statements
         self._is_sqlite = isinstance(connection, sqlite3.Connection)
-        self._records = Records(domain.spec, statements, connection, digest, tables_read)
+        self._records = Records(domain.spec, statements, connection, digest, shared_reads)
         self._budget = StepBudget()
         namespace = sandbox_globals(self._budget, db=self._records, clock=Clock(domain.spec.clock))
         run_module(domain.toolkit.code, namespace)
         self._functions = {name: namespace[name] for name in domain.toolkit.specs}
         self._snapshot: tuple[int, bytes] | None = None
-        self._tables_read: dict = {}  # the snapshot's whole-table reads, made by its forks (records.py)
+        self._shared_reads = SharedReads()  # the snapshot's whole-table reads, made by its forks
         self._writes = 0
         self._pool: list[sqlite3.Connection] = []  # forks' connections, back at this state, for reuse
         self._parent: Environment | None = None
@@ -114,7 +114,7 @@ class Environment:
                 stale.close()
             self._pool.clear()
             self._snapshot = (self._writes, self._connection.serialize())
-            self._tables_read = {}
+            self._shared_reads = SharedReads()
         if self._pool:
             connection = self._pool.pop()
         else:
@@ -123,7 +123,7 @@ class Environment:
             connection.execute("PRAGMA foreign_keys = ON")
         connection.execute("SAVEPOINT fork")
         child = Environment(self.domain, connection, self._statements, self._records.digest,
-                            tables_read=self._tables_read)
+                            shared_reads=self._shared_reads)
         child._parent = self
         child._origin = self._snapshot[0]
         return child

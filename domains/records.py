@@ -19,7 +19,7 @@ import sqlalchemy as sa
 
 from .sandbox import ToolError
 from .spec import Column, DomainSpec, Table
-from .sql import Statements
+from .sql import SharedReads, Statements
 
 DIGEST_MOD = 1 << 128
 ID_WIDTH = 6
@@ -289,17 +289,15 @@ class Records(RecordStore):
     """`db` inside tools: get / find / count / insert / update / delete over one DBAPI connection."""
 
     def __init__(self, spec: DomainSpec, statements: Statements, connection: Any, digest: int,
-                 tables_read: dict[tuple[Any, ...], tuple[dict[str, Any], ...]] | None = None) -> None:
+                 shared_reads: SharedReads | None = None) -> None:
         super().__init__(spec)
         self._sql = statements
         self._sa = statements.metadata.tables
         self._cursor = connection.cursor()
         self.digest = digest
-        # A fork's whole-table reads of the state it was forked from, shared with its siblings: tools
-        # that filter a whole table in Python (a phone number compared digit by digit) read it once
-        # per snapshot instead of once per call, which grew with the table times the tasks. A table
-        # this store wrote to is read from SQL again (no cascades or triggers change another table).
-        self._tables_read = tables_read
+        # a fork's: the reads of the state it was forked from; a table it wrote to is read from SQL
+        # again (writes all go through _write, and no cascade or trigger changes another table)
+        self._shared_reads = shared_reads
         self._written: set[str] = set()
 
     # reading ----------------------------------------------------------------------------
@@ -337,11 +335,11 @@ class Records(RecordStore):
 
         params = {f"w_{c}": where[c] for c in columns if c not in nulls}
         key = ("find", table, columns, nulls, order, descending)
-        if not columns and self._tables_read is not None and table not in self._written:
-            rows = self._tables_read.get(key)
+        if not columns and self._shared_reads is not None and table not in self._written:
+            rows = self._shared_reads.get(key)
             if rows is None:
-                rows = self._tables_read[key] = tuple(self._sql.decode(table, r)
-                                                      for r in self._execute(key, build, params).fetchall())
+                rows = tuple(self._sql.decode(table, r) for r in self._execute(key, build, params).fetchall())
+                self._shared_reads.keep(key, rows)
             return [dict(r) for r in (rows if limit is None else rows[:max(int(limit), 0)])]  # callers may edit theirs
         cursor = self._execute(key, build, params)
         found = cursor.fetchall() if limit is None else cursor.fetchmany(max(int(limit), 0))

@@ -93,6 +93,30 @@ class Statements:
         return dict(zip(self.columns[table], values))
 
 
+# Rows the forks of one database state keep of their whole-table reads, in all: they outlive the call
+# that read them, so past its memory limit (a tool could read every table in every order).
+SHARED_READ_ROWS = 50_000
+
+
+class SharedReads:
+    """The whole-table reads of one database state, shared by the forks made of it: tools that filter
+    a whole table in Python (a phone number compared digit by digit) read it once per state instead of
+    once per call, a cost that grew with the table times the tasks. Reads past SHARED_READ_ROWS are
+    not kept."""
+
+    def __init__(self) -> None:
+        self._reads: dict[tuple[Any, ...], tuple[dict[str, Any], ...]] = {}
+        self.rows = 0
+
+    def get(self, key: tuple[Any, ...]) -> tuple[dict[str, Any], ...] | None:
+        return self._reads.get(key)
+
+    def keep(self, key: tuple[Any, ...], rows: tuple[dict[str, Any], ...]) -> None:
+        if self.rows + len(rows) <= SHARED_READ_ROWS:
+            self._reads[key] = rows
+            self.rows += len(rows)
+
+
 def _binder(order: Sequence[str] | None) -> Binder:
     """Named parameters as the dialect takes them: the dict itself, or a tuple in `order` (an
     itemgetter, since this runs for every statement of every replay)."""

@@ -155,7 +155,7 @@ def test_forks_see_writes_made_to_their_parent(library_env):
 
 
 def test_whole_table_reads_shared_by_sibling_forks_show_each_its_own_writes(library_env):
-    """Forks of one state share their whole-table reads (records.py): a fork that wrote to a table
+    """Forks of one state share their whole-table reads (sql.SharedReads): a fork that wrote to a table
     reads it from SQL again, its siblings keep the state they forked from, and a tool that edits a
     row it read edits its own copy."""
     member, book = an_active_member_and_a_book(library_env)

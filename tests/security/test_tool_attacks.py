@@ -471,6 +471,33 @@ def test_the_statement_cache_stays_bounded_whatever_queries_tools_make(library_e
     assert statements.get(("find", "books", (), (), None, False), lambda: books.select())[0].startswith("SELECT")
 
 
+def test_whole_table_reads_kept_for_forks_stay_bounded_whatever_orders_tools_ask_for(library, library_rows,
+                                                                                    monkeypatch):
+    """Forks share their whole-table reads of the state they came from (sql.SharedReads), and those
+    outlive a call, past its memory limit: a tool reading every table in every order, in fork after
+    fork, must not pin them all. Past the bound, reads still answer, from SQL."""
+    from toolscale.domains import sql
+
+    monkeypatch.setattr(sql, "SHARED_READ_ROWS", 40)
+    body = """
+        tables = ["books", "loans", "members"]
+        shapes = [db.find(t, order_by=o) for t in tables for c in db.find(t, limit=1)[0] for o in (c, "-" + c)]
+        return {"rows": sum(len(rows) for rows in shapes), "first": shapes[0][0]}
+    """
+    domain = load_domain_text(library.sources["domain.yaml"], library.sources["tools.py"] + probe_source(body),
+                              library.policy)
+    with Environment.from_rows(domain, library_rows) as env:
+        answers = []
+        for _ in range(3):
+            with env.fork() as fork:
+                answers.append(fork.call("probe", {"text": "x"}).model_dump())
+        kept = env._shared_reads.rows
+        assert answers[0]["error"] is None and answers[0] == answers[1] == answers[2]
+        assert answers[0]["output"]["rows"] > 40 >= kept > 0
+        books = env.dump()["books"]  # in key order: the first read orders them by their first column, the key
+        assert answers[0]["output"]["first"] == books[0]
+
+
 def test_checked_methods_keep_their_ordinary_meaning(library, library_rows):
     body = ('d = {"a": 1}\nd.update({"b": 2}, c=3)\nd.update([("e", 5)])\ns = {1}\nx = [0]\nx.extend((1, 2))\n'
             'return {"d": d, "u": sorted(s.union([2], (3,))), "x": x, "j": "-".join(["a", "b"]), '
