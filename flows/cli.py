@@ -232,10 +232,10 @@ def _execute(config) -> None:
             with plan_run(config) as planned:  # its stages compute from now, while Prefect is imported
                 from .generate import run_generation  # imports Prefect: after configure_prefect
 
-                if planned.lanes is not None:
-                    _import_the_runs_end()
-                # the flow starts Prefect's server itself: not for a run with nothing to do
-                report = _run_flow(run_generation, config, planned, start_server=False)
+                # the flow starts Prefect's server itself (not for a run with nothing to do), and
+                # while it starts, this process imports what the run's end uses
+                prefetch = _import_the_runs_end if planned.lanes is not None else lambda: None
+                report = _run_flow(run_generation, config, planned, prefetch, start_server=False)
         except (DomainError, RunnerError) as exc:
             _fail_usage(str(exc).splitlines()[0])
     console.print(_summary(report))
@@ -257,7 +257,8 @@ def _execute(config) -> None:
 def _import_the_runs_end() -> None:
     """Import what the run's end uses, the report's plots (matplotlib) and the exporters (`datasets`),
     while the stages compute in their lanes: imported after them, ~1.7 s of a core passed with the
-    other one idle (a bank+weather run at 0.3 on a running server: 7 paired runs, 0.92 of the time)."""
+    other one idle (a bank+weather run at 0.3 on a running server: 7 paired runs, 0.92 of the time).
+    Imported once Prefect's local server is launched, not before: they would delay its start by as much."""
     from toolscale.pipeline.publication import exporters
     from toolscale.quality.report import plotting
 

@@ -238,14 +238,16 @@ def _merged(old: dict[str, Any], domains: dict[str, dict[str, Any]],
     return head, merged, {**still_failed, **failed}
 
 
-def run_generation(config: RunConfig, planned: Planned | None = None) -> dict[str, Any]:
+def run_generation(config: RunConfig, planned: Planned | None = None,
+                   while_prefect_starts: Callable[[], None] = lambda: None) -> dict[str, Any]:
     """Run `planned` (`config`'s plan: made here when not given); start Prefect only if some stage
-    must be computed."""
+    must be computed, running `while_prefect_starts` meanwhile (or at once, when it need not start)."""
     if planned is None:
         with plan_run(config) as planned:
-            return run_generation(config, planned)
+            return run_generation(config, planned, while_prefect_starts)
     plan = planned.todo
     if not any(plan.values()):
+        while_prefect_starts()
         for name in config.domains:
             for stage in STAGES:
                 progress.emit(name, stage.name, reused=True)
@@ -255,7 +257,8 @@ def run_generation(config: RunConfig, planned: Planned | None = None) -> dict[st
     global _lanes
     _lanes = planned.lanes
     try:
-        local_server.ensure_started(lambda message: progress.emit("prefect", "notice", message=message))
+        local_server.ensure_started(lambda message: progress.emit("prefect", "notice", message=message),
+                                    while_prefect_starts)
         # a Prefect UI filters runs by their tags
         with local_server.flow_settings(), tags(f"seed:{config.seed}", f"backend:{config.backend}"):
             return generate.with_options(task_runner=runner, flow_run_name=run_name(config))(config, plan)

@@ -158,12 +158,14 @@ def is_ephemeral() -> bool:
     return _server is not None or not PREFECT_API_URL.value()
 
 
-def ensure_started(say: Callable[[str], None]) -> None:
+def ensure_started(say: Callable[[str], None], meanwhile: Callable[[], None] = lambda: None) -> None:
     """Start the local server unless one is configured or already started, wait until it answers, and
-    point this process's Prefect settings at it; `say` what happens. A server that does not start on
+    point this process's Prefect settings at it; `say` what happens. `meanwhile` runs once the server
+    is launched, before the wait (at once when there is none to start). A server that does not start on
     its database gets one more start on a new one, the old one set aside (and put back if that fails too)."""
     global _server
     if _server is not None or not is_ephemeral():
+        meanwhile()
         return
     from prefect.context import refresh_global_settings_context
     from prefect.settings import PREFECT_API_DATABASE_CONNECTION_URL, PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS
@@ -174,7 +176,7 @@ def ensure_started(say: Callable[[str], None]) -> None:
     started = time.perf_counter()
     timeout = PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS.value()
     try:
-        server = _answering(timeout)
+        server = _answering(timeout, meanwhile)
     except LocalServerError as exc:
         database = database_file(PREFECT_API_DATABASE_CONNECTION_URL.value())
         if database is None or not database.exists():
@@ -197,10 +199,12 @@ def ensure_started(say: Callable[[str], None]) -> None:
     say(f"Prefect's local server is up after {time.perf_counter() - started:.1f}s at {server.api_url}")
 
 
-def _answering(timeout_s: float) -> LocalServer:
-    """A started local server, once it answers; LocalServerError (and nothing left running) if it does not."""
+def _answering(timeout_s: float, meanwhile: Callable[[], None] = lambda: None) -> LocalServer:
+    """A started local server, once it answers, `meanwhile` run while it starts; LocalServerError (and
+    nothing left running) if it does not."""
     server = LocalServer()
     try:
+        meanwhile()
         server.wait_healthy(timeout_s)
     except LocalServerError:
         server.stop()
