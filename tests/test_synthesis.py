@@ -101,3 +101,28 @@ def test_a_binding_that_errors_becomes_a_recorded_rejection(bank_run):
     tasks, rejected = instantiate(domain, env, rows, empty, seed=0)
     assert not tasks and len(rejected) == empty.template.count
     assert "pick() got nothing to choose from" in rejected[0].reason
+
+
+def test_task_lines_are_the_text_json_dumps_writes_and_read_back_the_same(bank_run):
+    """dumps_line writes tasks with pydantic's serializer: the artifacts' text must stay what
+    json.dumps over model_dump wrote (resumed runs compare it), odd values included."""
+    import json
+    import math
+
+    from toolscale.domains.tasks import Rejection, Task
+    from toolscale.pipeline.export import dumps_line
+
+    def by_json(record) -> str:
+        return json.dumps(record.model_dump(mode="json"), ensure_ascii=False, separators=(",", ":"))
+
+    _, _, accepted, rejected = bank_run
+    text = "Zoë \u2028 \x00 \x7f \" \\ / 😀"
+    odd = accepted[0].model_copy(update={"meta": accepted[0].meta.model_copy(update={"expected_outputs": [
+        math.nan, math.inf, -math.inf, 1e16, -0.0, 0.1 + 0.2, 2**70, text, {"nested": [None, True, 1.5]}]})})
+    written = json.dumps([None, None, None, 1e16, -0.0, 0.1 + 0.2, 2**70, text, {"nested": [None, True, 1.5]}],
+                         ensure_ascii=False, separators=(",", ":"))
+    assert f'"expected_outputs":{written}' in dumps_line(odd)  # NaN and infinities as null, as model_dump gave
+    for record in [*accepted, *rejected, odd]:
+        assert dumps_line(record) == by_json(record), record.id if isinstance(record, Task) else record.task.id
+        assert dumps_line(type(record).model_validate_json(dumps_line(record))) == dumps_line(record)
+    assert isinstance(Rejection.model_validate_json(dumps_line(rejected[0])), Rejection)
