@@ -20,6 +20,7 @@ from __future__ import annotations
 import math
 import re
 import sqlite3
+import weakref
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
@@ -104,20 +105,40 @@ class DictRecords(RecordStore):
         # (table, column) -> {stored value: keys}: built when `find` first filters on the column, dropped
         # when the table is written; never changed once built, so copies share them
         self._indexes: dict[tuple[str, str], dict[Any, list[Any]]] = {}
+        self._tops: dict[str, Any] = {}  # table -> its largest key like its prefix, kept like an index
+        self._writes: dict[str, int] = {}  # table -> writes to it so far
+        # the store this one was copied from (held weakly: a chain of copies of copies keeps no state
+        # alive), and its writes then: while a table is unwritten in both since, its indexes there hold
+        # here, so every copy of one state builds each index once, there
+        self._origin: weakref.ref[DictRecords] | None = None
+        self._copied_at: dict[str, int] = {}
+
+    def _shares(self, table: str) -> DictRecords | None:
+        """The store this one was copied from, if `table` has the same rows there as here."""
+        origin, at = self._origin and self._origin(), self._copied_at.get(table, 0)
+        if origin is not None and self._writes.get(table, 0) == at == origin._writes.get(table, 0):
+            return origin
+        return None
 
     def _index(self, table: str, column: str) -> dict[Any, list[Any]]:
         index = self._indexes.get((table, column))
         if index is None:
-            index = {}
-            for key, row in self._rows[table].items():
-                if row[column] is not None:
-                    index.setdefault(row[column], []).append(key)
+            origin = self._shares(table)
+            if origin is not None:
+                index = origin._index(table, column)
+            else:
+                index = {}
+                for key, row in self._rows[table].items():
+                    if row[column] is not None:
+                        index.setdefault(row[column], []).append(key)
             self._indexes[table, column] = index
         return index
 
     def _written(self, table: str) -> None:
         for name in [k for k in self._indexes if k[0] == table]:
             del self._indexes[name]
+        self._tops.pop(table, None)
+        self._writes[table] = self._writes.get(table, 0) + 1
 
     # reading ----------------------------------------------------------------------------
     def _fetch(self, table: str, key: Any) -> dict[str, Any] | None:
@@ -202,11 +223,18 @@ class DictRecords(RecordStore):
         self.digest = (self.digest - row_hash(spec.name, old)) % DIGEST_MOD
 
     def _top_key(self, spec: Table) -> Any:
-        keys = self._rows[spec.name]
-        if spec.primary_key.type == "integer":
-            return max(keys, default=None)
-        like = _like_prefix(spec.id_prefix)  # as Records' `LIKE 'prefix%'`
-        return max((k for k in keys if isinstance(k, str) and like.fullmatch(k)), default=None)
+        if spec.name in self._tops:
+            return self._tops[spec.name]
+        origin = self._shares(spec.name)
+        if origin is not None:
+            top = origin._top_key(spec)
+        elif spec.primary_key.type == "integer":
+            top = max(self._rows[spec.name], default=None)
+        else:
+            like = _like_prefix(spec.id_prefix)  # as Records' `LIKE 'prefix%'`
+            top = max((k for k in self._rows[spec.name] if isinstance(k, str) and like.fullmatch(k)), default=None)
+        self._tops[spec.name] = top
+        return top
 
     def changes(self) -> list[tuple[str, Any, dict[str, Any] | None]]:
         """(table, key, the row now or None when deleted) for each row the journal's writes touched."""
@@ -219,7 +247,8 @@ class DictRecords(RecordStore):
         twin._spec, twin._tables = self._spec, self._tables
         twin._rows = {table: dict(rows) for table, rows in self._rows.items()}
         twin.next_keys, twin.read_only, twin.journal = dict(self.next_keys), False, []
-        twin.digest, twin._indexes = self.digest, dict(self._indexes)
+        twin.digest, twin._indexes, twin._tops = self.digest, dict(self._indexes), dict(self._tops)
+        twin._origin, twin._copied_at, twin._writes = weakref.ref(self), dict(self._writes), dict(self._writes)
         return twin
 
     def undo(self) -> None:

@@ -8,6 +8,7 @@ the final rows and digest.
 from __future__ import annotations
 
 import sqlite3
+import weakref
 
 import pytest
 import sqlalchemy as sa
@@ -210,3 +211,35 @@ def test_every_tool_answers_as_the_environment_does(name, library, library_rows)
             assert tools.state_hash() == env.state_hash(), (tool, arguments)
         assert tools.dump() == env.dump()
         assert tools.recomputed_state_hash() == env.recomputed_state_hash()
+
+
+def test_copies_share_the_lookups_of_their_state_and_each_sees_its_own_writes():
+    """A copy answers `find` and new keys from the indexes of the store it was copied from while
+    the table is unwritten in both (built there once for every copy), and from its own rows after:
+    each answer is the one a store made from the same rows alone gives."""
+    domain = load_domain_text(EDGE_YAML, EDGE_TOOLS, "")
+
+    def same_answers(records: DictRecords) -> None:
+        alone = DictRecords(domain.spec, records.dump())
+        for where in ({"level": "junior"}, {"active": True}, {"team_no": 1}, {"email": "x@x"}):
+            assert records.find("people", where) == alone.find("people", where), where
+        if "people" not in records.next_keys:  # a store's own inserts move its counter on, not its rows
+            assert records.next_key("people") == alone.next_key("people")
+
+    base = DictRecords(domain.spec, EDGE_ROWS)
+    first, second = base.copy(), base.copy()
+    same_answers(first)
+    assert ("people", "level") in base._indexes  # built once, where both copies share it
+    assert second._index("people", "level") is first._index("people", "level")
+    first.insert("people", {**person, "email": "x@x"})
+    base.insert("people", {**person, "email": "y@x", "team_no": 1, "person_id": "pzX-000070"})
+    later = base.copy()
+    for records in (first, second, base, later):
+        same_answers(records)
+    assert [second.next_key("people"), later.next_key("people")] == ["p_X-000051", "p_X-000071"]
+    assert "x@x" in {r["email"] for r in first.find("people", {"level": "junior"})}
+    assert "x@x" not in {r["email"] for r in base.find("people")} | {r["email"] for r in second.find("people")}
+    gone = weakref.ref(base)
+    del base  # copies hold the store they came from weakly: copies of copies keep no state alive
+    assert gone() is None
+    same_answers(later)  # alone, it answers from its own rows

@@ -36,7 +36,7 @@ from ..tau2_templates import TEMPLATES
 RUNTIME_ROOT = "dictdb"
 ALLOWED_IMPORTS = {"__future__", "ast", "builtins", "collections", "ctypes", "datetime", "hashlib", "json", "keyword",
                    "math", "operator", "os", "re", "sqlite3", "threading", "time", "types", "typing", "unicodedata",
-                   "pydantic", "RestrictedPython"}
+                   "weakref", "pydantic", "RestrictedPython"}
 _PY_TYPES = {"string": "str", "date": "str", "datetime": "str", "integer": "int", "number": "float",
              "boolean": "bool"}
 
