@@ -348,11 +348,18 @@ class Records(RecordStore):
     # writing ----------------------------------------------------------------------------
     def _top_key(self, spec: Table) -> Any:
         table = spec.name
+        shared = self._shared_reads is not None and table not in self._written
+        if shared and table in self._shared_reads.tops:
+            return self._shared_reads.tops[table]
         pk = self._sa[table].primary_key.columns[0]
         if spec.primary_key.type == "integer":
-            return self._execute(("max", table), lambda: sa.select(sa.func.max(pk)), {}).fetchone()[0]
-        return self._execute(("max", table), lambda: sa.select(sa.func.max(pk)).where(
-            pk.like(sa.bindparam("prefix"))), {"prefix": f"{spec.id_prefix}%"}).fetchone()[0]
+            top = self._execute(("max", table), lambda: sa.select(sa.func.max(pk)), {}).fetchone()[0]
+        else:
+            top = self._execute(("max", table), lambda: sa.select(sa.func.max(pk)).where(
+                pk.like(sa.bindparam("prefix"))), {"prefix": f"{spec.id_prefix}%"}).fetchone()[0]
+        if shared:
+            self._shared_reads.tops[table] = top
+        return top
 
     def _store(self, spec: Table, row: dict[str, Any], changed: list[str], old: dict[str, Any] | None) -> None:
         sa_table = self._sa[spec.name]

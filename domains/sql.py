@@ -102,11 +102,12 @@ class SharedReads:
     """The whole-table reads of one database state, shared by the forks made of it: tools that filter
     a whole table in Python (a phone number compared digit by digit) read it once per state instead of
     once per call, a cost that grew with the table times the tasks. Reads past SHARED_READ_ROWS are
-    not kept."""
+    not kept. So are each table's largest keys, which every fork's first insert scanned the table for."""
 
     def __init__(self) -> None:
         self._reads: dict[tuple[Any, ...], tuple[dict[str, Any], ...]] = {}
         self.rows = 0
+        self.tops: dict[str, Any] = {}  # table -> its largest key like its prefix: a scan of the table
 
     def get(self, key: tuple[Any, ...]) -> tuple[dict[str, Any], ...] | None:
         return self._reads.get(key)

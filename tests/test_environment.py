@@ -174,6 +174,23 @@ def test_whole_table_reads_shared_by_sibling_forks_show_each_its_own_writes(libr
         assert later.dump() == library_env.dump()
 
 
+def test_forks_share_the_largest_keys_of_their_state_and_a_fork_that_wrote_finds_its_own(library_env):
+    """A fork's first new key comes from the largest key of the state it forked from, found once for
+    all its siblings (sql.SharedReads); after the fork writes to the table, from its own rows."""
+    member, book = an_active_member_and_a_book(library_env)
+    top = max(r["loan_id"] for r in library_env.dump()["loans"])
+    following = f"LN-{int(top[3:]) + 1:06d}"
+    with library_env.fork() as reader, library_env.fork() as writer, library_env.fork() as borrower:
+        assert reader._records.next_key("loans") == following
+        writer._records.insert("loans", {"loan_id": "LN-900000", "member_id": member["member_id"],
+                                         "book_id": book["book_id"], "due_on": "2026-03-01", "returned": False})
+        assert writer._records.next_key("loans") == "LN-900001"
+        assert borrower.call("borrow_book", {"member_id": member["member_id"], "book_id": book["book_id"]}).ok
+        assert borrower.dump()["loans"][-1]["loan_id"] == following
+    with library_env.fork() as later:
+        assert later._records.next_key("loans") == following
+
+
 def test_a_saved_database_has_the_same_bytes_whatever_objects_made_it(tmp_path):
     """SQLAlchemy would create a table's indexes in set order, which varies between MetaData
     objects; create_schema makes them in name order, so a saved file depends on its rows only."""
