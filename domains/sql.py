@@ -102,7 +102,8 @@ class SharedReads:
     """The whole-table reads of one database state, shared by the forks made of it: tools that filter
     a whole table in Python (a phone number compared digit by digit) read it once per state instead of
     once per call, a cost that grew with the table times the tasks. Reads past SHARED_READ_ROWS are
-    not kept. So are each table's largest keys, which every fork's first insert scanned the table for."""
+    not kept. Each table's largest key, which every fork's first insert scanned the table for, is kept
+    too (one per table)."""
 
     def __init__(self) -> None:
         self._reads: dict[tuple[Any, ...], tuple[dict[str, Any], ...]] = {}
