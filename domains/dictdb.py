@@ -21,6 +21,7 @@ import math
 import re
 import sqlite3
 import weakref
+from collections.abc import Callable
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
@@ -102,14 +103,14 @@ class DictRecords(RecordStore):
                                       for r in rows.get(table.name, [])}
         self.journal: list[tuple[str, Any, dict[str, Any] | None]] = []  # (table, key, row before) per write
         self.digest = self.full_digest()
-        # (table, column) -> {stored value: keys}: built when `find` first filters on the column, dropped
-        # when the table is written; never changed once built, so copies share them
-        self._indexes: dict[tuple[str, str], dict[Any, list[Any]]] = {}
-        self._tops: dict[str, Any] = {}  # table -> its largest key like its prefix, kept like an index
+        # (table, column) -> {stored value: keys}, the index `find` filters by, and (table, None) -> its
+        # largest key like its prefix: built when first asked for, dropped when the table is written;
+        # never changed once built, so copies share them
+        self._lookups: dict[tuple[str, str | None], Any] = {}
         self._writes: dict[str, int] = {}  # table -> writes to it so far
         # the store this one was copied from (held weakly: a chain of copies of copies keeps no state
-        # alive), and its writes then: while a table is unwritten in both since, its indexes there hold
-        # here, so every copy of one state builds each index once, there
+        # alive), and its writes then: while a table is unwritten in both since, its lookups there hold
+        # here, so every copy of one state builds each once, there
         self._origin: weakref.ref[DictRecords] | None = None
         self._copied_at: dict[str, int] = {}
 
@@ -120,24 +121,27 @@ class DictRecords(RecordStore):
             return origin
         return None
 
-    def _index(self, table: str, column: str) -> dict[Any, list[Any]]:
-        index = self._indexes.get((table, column))
-        if index is None:
+    def _lookup(self, table: str, column: str | None, build: Callable[[DictRecords], Any]) -> Any:
+        """`build(store)` over `table`'s rows, kept: made once per state, in the store this one was
+        copied from while the table has the same rows there."""
+        key = (table, column)
+        if key not in self._lookups:
             origin = self._shares(table)
-            if origin is not None:
-                index = origin._index(table, column)
-            else:
-                index = {}
-                for key, row in self._rows[table].items():
-                    if row[column] is not None:
-                        index.setdefault(row[column], []).append(key)
-            self._indexes[table, column] = index
-        return index
+            self._lookups[key] = origin._lookup(table, column, build) if origin is not None else build(self)
+        return self._lookups[key]
+
+    def _index(self, table: str, column: str) -> dict[Any, list[Any]]:
+        def build(store: DictRecords) -> dict[Any, list[Any]]:
+            index: dict[Any, list[Any]] = {}
+            for key, row in store._rows[table].items():
+                if row[column] is not None:
+                    index.setdefault(row[column], []).append(key)
+            return index
+        return self._lookup(table, column, build)
 
     def _written(self, table: str) -> None:
-        for name in [k for k in self._indexes if k[0] == table]:
-            del self._indexes[name]
-        self._tops.pop(table, None)
+        for name in [k for k in self._lookups if k[0] == table]:
+            del self._lookups[name]
         self._writes[table] = self._writes.get(table, 0) + 1
 
     # reading ----------------------------------------------------------------------------
@@ -223,18 +227,13 @@ class DictRecords(RecordStore):
         self.digest = (self.digest - row_hash(spec.name, old)) % DIGEST_MOD
 
     def _top_key(self, spec: Table) -> Any:
-        if spec.name in self._tops:
-            return self._tops[spec.name]
-        origin = self._shares(spec.name)
-        if origin is not None:
-            top = origin._top_key(spec)
-        elif spec.primary_key.type == "integer":
-            top = max(self._rows[spec.name], default=None)
-        else:
+        def build(store: DictRecords) -> Any:
+            keys = store._rows[spec.name]
+            if spec.primary_key.type == "integer":
+                return max(keys, default=None)
             like = _like_prefix(spec.id_prefix)  # as Records' `LIKE 'prefix%'`
-            top = max((k for k in self._rows[spec.name] if isinstance(k, str) and like.fullmatch(k)), default=None)
-        self._tops[spec.name] = top
-        return top
+            return max((k for k in keys if isinstance(k, str) and like.fullmatch(k)), default=None)
+        return self._lookup(spec.name, None, build)
 
     def changes(self) -> list[tuple[str, Any, dict[str, Any] | None]]:
         """(table, key, the row now or None when deleted) for each row the journal's writes touched."""
@@ -247,7 +246,7 @@ class DictRecords(RecordStore):
         twin._spec, twin._tables = self._spec, self._tables
         twin._rows = {table: dict(rows) for table, rows in self._rows.items()}
         twin.next_keys, twin.read_only, twin.journal = dict(self.next_keys), False, []
-        twin.digest, twin._indexes, twin._tops = self.digest, dict(self._indexes), dict(self._tops)
+        twin.digest, twin._lookups = self.digest, dict(self._lookups)
         twin._origin, twin._copied_at, twin._writes = weakref.ref(self), dict(self._writes), dict(self._writes)
         return twin
 

@@ -229,7 +229,7 @@ def test_copies_share_the_lookups_of_their_state_and_each_sees_its_own_writes():
     base = DictRecords(domain.spec, EDGE_ROWS)
     first, second = base.copy(), base.copy()
     same_answers(first)
-    assert ("people", "level") in base._indexes  # built once, where both copies share it
+    assert ("people", "level") in base._lookups  # built once, where both copies share it
     assert second._index("people", "level") is first._index("people", "level")
     first.insert("people", {**person, "email": "x@x"})
     base.insert("people", {**person, "email": "y@x", "team_no": 1, "person_id": "pzX-000070"})
