@@ -498,6 +498,44 @@ def test_whole_table_reads_kept_for_forks_stay_bounded_whatever_orders_tools_ask
         assert answers[0]["output"]["first"] == books[0]
 
 
+def test_a_tools_writes_in_one_copy_of_a_package_database_change_nothing_its_siblings_or_origin_find(
+        library, library_rows):
+    """Copies of a package's database share the lookups of the state they came from (dictdb): a tool
+    that reads through them, writes, reads again and then fails or succeeds must leave every other
+    copy, and the store they came from, answering from its own rows."""
+    from toolscale.domains.dictdb import DictRecords
+
+    body = """
+        member, mode = text.split(" ")
+        before = len(db.find("loans", {"member_id": member}))
+        book = db.find("books", limit=1)[0]["book_id"]
+        db.insert("loans", {"loan_id": "LN-900000", "member_id": member, "book_id": book, "due_on": "2026-03-01",
+                            "returned": False})
+        after = len(db.find("loans", {"member_id": member}))
+        if mode == "fail":
+            raise ToolError("asked to fail after writing")
+        return {"before": before, "after": after, "next": db.find("loans", order_by="-loan_id", limit=1)[0]["loan_id"]}
+    """
+    source = library.sources["tools.py"] + probe_source(body, kind="write")
+    domain = load_domain_text(library.sources["domain.yaml"], source, library.policy)
+    models = {name: spec.args_model for name, spec in domain.toolkit.specs.items()}
+    base = DictTools(domain.spec, source, library_rows, models)
+    member = library_rows["members"][0]["member_id"]
+    alone = DictRecords(domain.spec, library_rows)
+    own = len(alone.find("loans", {"member_id": member}))
+    kept, failed, idle = base.fork(), base.fork(), base.fork()
+    assert idle.records.find("loans", {"member_id": member}) == alone.find("loans", {"member_id": member})
+    assert kept.call("probe", {"text": f"{member} keep"})["output"] == {"before": own, "after": own + 1,
+                                                                        "next": "LN-900000"}
+    assert failed.call("probe", {"text": f"{member} fail"})["error"] == "asked to fail after writing"
+    for copy in (failed, idle, base, base.fork()):
+        assert copy.records.find("loans", {"member_id": member}) == alone.find("loans", {"member_id": member})
+        assert copy.records.next_key("loans") == alone.next_key("loans")
+        assert copy.dump() == base.dump() and copy.state_hash() == copy.recomputed_state_hash()
+    assert kept.records.find("loans", {"member_id": member}) == DictRecords(domain.spec, kept.dump()).find(
+        "loans", {"member_id": member})
+
+
 def test_checked_methods_keep_their_ordinary_meaning(library, library_rows):
     body = ('d = {"a": 1}\nd.update({"b": 2}, c=3)\nd.update([("e", 5)])\ns = {1}\nx = [0]\nx.extend((1, 2))\n'
             'return {"d": d, "u": sorted(s.union([2], (3,))), "x": x, "j": "-".join(["a", "b"]), '
