@@ -300,6 +300,10 @@ class Records(RecordStore):
         self._shared_reads = shared_reads
         self._written: set[str] = set()
 
+    def _shared(self, table: str) -> SharedReads | None:
+        """The reads shared with the other forks of this state, if this fork has not written `table`."""
+        return self._shared_reads if table not in self._written else None
+
     # reading ----------------------------------------------------------------------------
     def _execute(self, key: tuple[Any, ...], build, params: dict[str, Any]) -> Any:
         sql, bind = self._sql.get(key, build)
@@ -335,11 +339,12 @@ class Records(RecordStore):
 
         params = {f"w_{c}": where[c] for c in columns if c not in nulls}
         key = ("find", table, columns, nulls, order, descending)
-        if not columns and self._shared_reads is not None and table not in self._written:
-            rows = self._shared_reads.get(key)
+        shared = self._shared(table) if not columns else None
+        if shared is not None:
+            rows = shared.get(key)
             if rows is None:
                 rows = tuple(self._sql.decode(table, r) for r in self._execute(key, build, params).fetchall())
-                self._shared_reads.keep(key, rows)
+                shared.keep(key, rows)
             return [dict(r) for r in (rows if limit is None else rows[:max(int(limit), 0)])]  # callers may edit theirs
         cursor = self._execute(key, build, params)
         found = cursor.fetchall() if limit is None else cursor.fetchmany(max(int(limit), 0))
@@ -348,17 +353,17 @@ class Records(RecordStore):
     # writing ----------------------------------------------------------------------------
     def _top_key(self, spec: Table) -> Any:
         table = spec.name
-        shared = self._shared_reads is not None and table not in self._written
-        if shared and table in self._shared_reads.tops:
-            return self._shared_reads.tops[table]
+        shared = self._shared(table)
+        if shared is not None and table in shared.tops:
+            return shared.tops[table]
         pk = self._sa[table].primary_key.columns[0]
         if spec.primary_key.type == "integer":
             top = self._execute(("max", table), lambda: sa.select(sa.func.max(pk)), {}).fetchone()[0]
         else:
             top = self._execute(("max", table), lambda: sa.select(sa.func.max(pk)).where(
                 pk.like(sa.bindparam("prefix"))), {"prefix": f"{spec.id_prefix}%"}).fetchone()[0]
-        if shared:
-            self._shared_reads.tops[table] = top
+        if shared is not None:
+            shared.tops[table] = top
         return top
 
     def _store(self, spec: Table, row: dict[str, Any], changed: list[str], old: dict[str, Any] | None) -> None:
