@@ -5,7 +5,9 @@ candidates, tasks per second, and peak RSS (of the CLI process, and of its whole
 which includes Prefect's ephemeral server). Then, for the default size, it runs the same stages
 without Prefect (the run's own worker processes, one per core, and nothing else) and splits the CLI's
 wall time into stage work and everything else (interpreter and imports, Prefect's server start-up,
-flow and task-run bookkeeping, shutdown); it also times a rerun of the finished run.
+flow and task-run bookkeeping, shutdown); it also times a rerun of the finished run, and measures
+the CPU Prefect costs before it records anything (its server's start, the client's import): on cores
+the stages keep busy, the least share of the wall Prefect can take with a server started per run.
 
     python bench/scale.py                        # 1, 4, 16 (16x takes a while on 2 cores)
     python bench/scale.py --scales 1,4 --domains bank,weather
@@ -18,6 +20,7 @@ import json
 import os
 import re
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -93,6 +96,34 @@ def plain_stage_seconds(domains: list[str], out: Path) -> float:
     return time.perf_counter() - start
 
 
+def prefect_fixed_cpu() -> tuple[float, float]:
+    """CPU seconds Prefect costs a run before it records anything, each measured alone on an idle
+    machine (so a lower bound under a run's load): its local server's start until /api/health
+    answers (on the warm database), and the client's import in a fresh interpreter, less the
+    interpreter's own start. Medians of 3."""
+    from toolscale.flows.local_server import LocalServer
+    from toolscale.flows.settings import configure_prefect
+
+    configure_prefect()
+    starts = []
+    for _ in range(3):
+        server = LocalServer()
+        server.wait_healthy(120)
+        times = psutil.Process(server.process.pid).cpu_times()
+        starts.append(times.user + times.system)
+        server.stop()
+
+    def child_cpu(code: str) -> float:
+        before = os.times()
+        subprocess.run([sys.executable, "-c", code], check=True)
+        after = os.times()
+        return after.children_user + after.children_system - before.children_user - before.children_system
+
+    imports = [child_cpu("import prefect.flows, prefect.flow_engine, prefect.task_engine") - child_cpu("pass")
+               for _ in range(3)]
+    return statistics.median(starts), statistics.median(imports)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--scales", default="1,4,16")
@@ -135,6 +166,12 @@ def main() -> None:
           f"({gen - flow:.1f} s outside the flow, {flow - plain:+.1f} s inside it)")
     print(f"  rerun of the finished run (no stage recomputed; Prefect not started for it): generation "
           f"{rerun['cli_gen_s']:.1f} s, whole command (with the publish step) {rerun['wall_s']:.1f} s")
+    server, client = prefect_fixed_cpu()
+    cores = os.cpu_count() or 1
+    floor = (server + client) / cores  # the stages keep every core busy: fixed CPU is wall at 1/cores
+    print(f"  Prefect's fixed CPU, alone on an idle machine: its server's start {server:.1f} s + the client's "
+          f"import {client:.1f} s; with the stages keeping {cores} cores busy, at least {floor:.1f} s of the "
+          f"wall = {floor / (plain + floor):.0%} of a run before it records a single flow or task run")
     shutil.rmtree(work, ignore_errors=True)
 
 
