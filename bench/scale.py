@@ -2,12 +2,13 @@
 
 For each scale it runs the real CLI in a fresh directory and prints wall time, accepted tasks,
 candidates, tasks per second, and peak RSS (of the CLI process, and of its whole process tree,
-which includes Prefect's ephemeral server). Then, for the default size, it runs the same stages
-without Prefect (the run's own worker processes, one per core, and nothing else) and splits the CLI's
-wall time into stage work and everything else (interpreter and imports, Prefect's server start-up,
-flow and task-run bookkeeping, shutdown); it also times a rerun of the finished run, and measures
-the CPU Prefect costs before it records anything (its server's start, the client's import): on cores
-the stages keep busy, the least share of the wall Prefect can take with a server started per run.
+which includes Prefect's ephemeral server). Then, for each scale, it runs the same stages without
+Prefect (the run's own worker processes, one per core, and nothing else): the difference is
+Prefect's share (with the interpreter, imports and report). For the default size it splits the
+CLI's wall time into stage work and everything else (interpreter and imports, Prefect's server
+start-up, flow and task-run bookkeeping, shutdown), times a rerun of the finished run, and measures
+the CPU Prefect costs before it records anything (its server's start, the client's import): on
+cores the stages keep busy, the least share of the wall Prefect can take with a server per run.
 
     python bench/scale.py                        # 1, 4, 16 (16x takes a while on 2 cores)
     python bench/scale.py --scales 1,4 --domains bank,weather
@@ -78,14 +79,14 @@ def run_measured(cmd: list[str], cwd: Path, out: Path) -> dict[str, float]:
             **{k: v / MB for k, v in peak.items()}}
 
 
-def plain_stage_seconds(domains: list[str], out: Path) -> float:
-    """The stages of every domain without Prefect: the run's own lanes (flows/lanes.py, one worker
-    process per core) and nothing else, until the last stage is stored."""
+def plain_stage_seconds(domains: list[str], out: Path, scale: float = 1.0) -> float:
+    """The stages of every domain at `scale` without Prefect: the run's own lanes (flows/lanes.py,
+    one worker process per core) and nothing else, until the last stage is stored."""
     from toolscale.flows.plan import RunConfig, domain_work, stages_to_run
     from toolscale.flows.lanes import StageLanes
     from toolscale.flows.runners import thread_count
 
-    config = RunConfig(domains=domains, out=out)
+    config = RunConfig(domains=domains, out=out, scale=scale)
     start = time.perf_counter()
     works = {name: (work, stages_to_run(work, refresh=True)) for name in domains
              for work in [domain_work(name, config)]}
@@ -152,11 +153,19 @@ def main() -> None:
               f"{totals['candidates'] / m['gen_s']:7.1f} {m['gen']:6.0f} {m['gen_tree']:8.0f} "
               f"{m['wall_s'] - m['gen_s']:9.1f} {m['pub']:6.0f} {m['pub_tree']:8.0f}  {', '.join(report['failed']) or '-'}",
               flush=True)
+    print("\nPrefect's share: generation against the same stages in the same worker processes without Prefect "
+          "(the difference: interpreter, imports, report, Prefect's start and bookkeeping)")
+    plains = {}
+    for scale, (m, _) in results.items():
+        plains[scale] = plain_stage_seconds(domains, work / f"plain{scale:g}", scale)
+        shutil.rmtree(work / f"plain{scale:g}", ignore_errors=True)
+        print(f"{scale:>5g}x generation {m['gen_s']:.1f} s, no Prefect {plains[scale]:.1f} s: "
+              f"{m['gen_s'] - plains[scale]:.1f} s = {(m['gen_s'] - plains[scale]) / m['gen_s']:.0%}", flush=True)
     if 1.0 not in results:
         return
     m, report = results[1.0]
     rerun = run_measured(toolscale(*base, "--out", str(work / "x1")), work, work / "x1")
-    plain = plain_stage_seconds(domains, work / "plain")
+    plain = plains[1.0]
     flow = report["timings_s"]["flow"]
     gen = m["gen_s"]
     print(f"\ndefault size: generation {gen:.1f} s (until report.json) = flow {flow:.1f} s + outside the flow "
