@@ -170,9 +170,8 @@ def main() -> None:
     gen = m["gen_s"]
     print(f"\ndefault size: generation {gen:.1f} s (until report.json) = flow {flow:.1f} s + outside the flow "
           f"{gen - flow:.1f} s (interpreter, imports, Prefect's server start-up)")
-    print(f"  the same stages in the same worker processes, no Prefect: {plain:.1f} s")
-    print(f"  Prefect's start-up and overhead: {gen - plain:.1f} s = {(gen - plain) / gen:.0%} of the generation "
-          f"({gen - flow:.1f} s outside the flow, {flow - plain:+.1f} s inside it)")
+    print(f"  Prefect's share above, {gen - plain:.1f} s: {gen - flow:.1f} s outside the flow, "
+          f"{flow - plain:+.1f} s inside it")
     print(f"  rerun of the finished run (no stage recomputed; Prefect not started for it): generation "
           f"{rerun['cli_gen_s']:.1f} s, whole command (with the publish step) {rerun['wall_s']:.1f} s")
     server, client = prefect_fixed_cpu()
