@@ -34,6 +34,7 @@ from prefect.states import Cancelled, Completed, State
 
 from toolscale.pipeline.export import atomic_write
 from toolscale.pipeline.llm import merge_reports
+from toolscale.quality.difficulty import tau2_reference
 from toolscale.quality.report import markdown, totals
 
 from . import interrupts, llm_progress, local_server, progress
@@ -191,7 +192,7 @@ def finish_run(config: RunConfig, results: dict[str, dict[str, Any]], failed: di
         report, domains, failed = _merged(read_json(config.out / "report.json"), domains, failed)
     else:
         domains.update(_finished_before(config))
-    report.update(totals=totals(domains), domains=domains, failed=failed,
+    report.update(totals=totals(domains), reasoning_reference=tau2_reference(), domains=domains, failed=failed,
                   stages={"computed": computed, "reused": reused},
                   timings_s={"flow": round(time.perf_counter() - start, 3)})
     spent = [d["llm"] for d in domains.values() if "llm" in d]

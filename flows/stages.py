@@ -28,6 +28,7 @@ from toolscale.domains.tasks import Rejection, Task
 from toolscale.pipeline.export import write_domain_files, write_jsonl
 from toolscale.pipeline.populate import Rows
 from toolscale.quality.agent_gates import apply_reference
+from toolscale.quality.difficulty import user_writes
 from toolscale.quality.gating import run_gates
 from toolscale.quality.reference import ReferenceConfig, reference_attempts
 from toolscale.quality.report import domain_funnel
@@ -167,7 +168,7 @@ def _export(call: StageCall) -> None:
     write_domain_files(target, domain, env)
     concatenate(target / "rejected.jsonl", rejections)
     concatenate(target / "tasks.jsonl", [call.latest_tasks()])  # last: its presence marks a finished domain
-    funnel = domain_funnel(accepted, rejected, tools=list(domain.toolkit.specs))
+    funnel = domain_funnel(accepted, rejected, tools=list(domain.toolkit.specs), writes=user_writes(domain))
     funnel.update(tools=len(domain.toolkit.specs), rows=sum(len(r) for r in w.rows().values()), seed=w.seed)
     write_json(call.out / "funnel.json", funnel)
     write_json(call.out / "files.json", {name: file_digest(target / name) for name in PUBLIC_FILES})

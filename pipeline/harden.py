@@ -12,8 +12,8 @@ from collections.abc import Callable
 from toolscale.domains import Domain, Environment
 from toolscale.domains.answers import with_checkable_answers
 from toolscale.domains.tasks import Rejection, Task
+from toolscale.quality.difficulty import task_difficulty
 
-from .instantiate import difficulty_of, write_calls
 from .operators import (Draft, Operator, calls_of, change_of_mind, compose, conditional, distractor, indirect_dates,
                         partial, preference)
 from .templating import derive_seed
@@ -38,7 +38,7 @@ def _verify(domain: Domain, env: Environment, draft: Draft, task_id: str) -> tup
     meta = variant.meta.model_copy(update={
         "expected_outputs": outputs, "final_state_hash": None if failure else state,
         "kind": "write" if changed else "read",  # what the gold does (as WordingGate reads it), whatever the bases said
-        "difficulty": difficulty_of(len(actions), write_calls(domain, actions), len(variant.meta.hardening))})
+        "difficulty": task_difficulty(domain, variant.user_scenario, actions)})
     variant = with_checkable_answers(variant.model_copy(update={"meta": meta}))
     if failure:
         return None, Rejection(task=variant, gate="synthesis", reason=f"hardened variant: {failure}")

@@ -20,6 +20,7 @@ from toolscale.domains.answers import with_checkable_answers
 from toolscale.domains.spec import Intent, TaskTemplate
 from toolscale.domains.tasks import (Action, Description, EvaluationCriteria, Lineage, Rejection,
                                      StructuredUserInstructions, Task, TaskMeta, UserScenario)
+from toolscale.quality.difficulty import task_difficulty
 
 from . import phrasing
 from .populate import Rows
@@ -56,16 +57,6 @@ def write_calls(domain: Domain, actions: Iterable[Action]) -> int:
     LLM answer, is not one)."""
     specs = domain.toolkit.specs
     return sum(a.name in specs and specs[a.name].kind == "write" for a in actions)
-
-
-def difficulty_of(actions: int, writes: int, operators: int = 0) -> str:
-    """easy / medium / hard from the gold's length, its writes and the hardening applied."""
-    score = actions + writes + 2 * operators
-    if score >= 9:
-        return "hard"
-    if score >= 6:
-        return "medium"
-    return "easy"
 
 
 def template_digest(template: TaskTemplate) -> str:
@@ -216,8 +207,7 @@ def _build(domain: Domain, env: Environment, intent: Intent, context: dict[str, 
             communicate = [render_text(c, {**context, "out": outputs}) for c in template.communicate]
         except TemplateError as exc:
             failure = f"communicate_info could not be rendered: {exc}"
-    writes = write_calls(domain, actions)
-    meta = TaskMeta(intent=intent.name, kind=intent.kind, difficulty=difficulty_of(len(actions), writes),
+    meta = TaskMeta(intent=intent.name, kind=intent.kind, difficulty=task_difficulty(domain, scenario, actions),
                     lineage=lineage, expected_outputs=outputs, final_state_hash=final_hash)
     task = Task(id=task_id, description=Description(purpose=intent.description),
                 user_scenario=scenario,

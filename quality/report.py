@@ -11,6 +11,7 @@ from typing import Any
 
 from toolscale.domains.tasks import Rejection, Task
 
+from .difficulty import add_tallies, markdown_columns, markdown_rows, profile, tally, task_reasoning
 from .gating import GATE_ORDER
 from .task_quality import combined, task_quality
 
@@ -52,8 +53,10 @@ def _gate_rank(gate: str) -> int:
     return GATE_ORDER.index(gate) if gate in GATE_ORDER else len(GATE_ORDER)
 
 
-def domain_funnel(accepted: Sequence[Task], rejected: Sequence[Rejection], tools: Sequence[str] = ()) -> dict[str, Any]:
-    """The funnel of one domain: by intent, difficulty, hardening, tool coverage and top reasons."""
+def domain_funnel(accepted: Sequence[Task], rejected: Sequence[Rejection], tools: Sequence[str] = (),
+                  writes: frozenset[str] = frozenset()) -> dict[str, Any]:
+    """The funnel of one domain: by intent, difficulty, the reasoning asked for (`writes`: the tools
+    that change what a user wants), hardening, tool coverage and top reasons."""
     by_intent: dict[str, tuple[list[Task], list[Rejection]]] = defaultdict(lambda: ([], []))
     for task in accepted:  # grouped once: filtering the whole domain per intent cost 2 s a domain at 16x
         by_intent[task.meta.intent][0].append(task)
@@ -66,6 +69,7 @@ def domain_funnel(accepted: Sequence[Task], rejected: Sequence[Rejection], tools
         **_funnel(accepted, rejected),
         "gates": gate_counts(accepted, rejected),
         "difficulty": dict(sorted(Counter(t.meta.difficulty for t in accepted).items())),
+        "reasoning": _reasoning(tally(task_reasoning(t, writes) for t in accepted)),
         "hardened": {"accepted": len(hardened),
                      "share": round(len(hardened) / len(accepted), 3) if accepted else 0.0,
                      "operators": dict(sorted(Counter(op for t in hardened for op in t.meta.hardening).items()))},
@@ -77,6 +81,11 @@ def domain_funnel(accepted: Sequence[Task], rejected: Sequence[Rejection], tools
         "task_quality": task_quality(accepted, rejected),
         **_reference_summary([*accepted, *(r.task for r in rejected)]),
     }
+
+
+def _reasoning(counts: dict[str, int]) -> dict[str, Any]:
+    """The reasoning block: counts that add up across domains, and the shares the table shows."""
+    return {"counts": counts, "shares": profile(counts)}
 
 
 def _reference_summary(tasks: Sequence[Task]) -> dict[str, Any]:
@@ -106,6 +115,7 @@ def totals(domains: dict[str, dict[str, Any]]) -> dict[str, Any]:
             "rejected": dict(sorted(rejected.items(), key=lambda kv: _gate_rank(kv[0]))),
             "gates": _sum_gates(list(domains.values())),
             "difficulty": dict(sorted(difficulty.items())),
+            "reasoning": _reasoning(add_tallies(f["reasoning"]["counts"] for f in domains.values() if "reasoning" in f)),
             "tools": sum(f.get("tools", 0) for f in domains.values()),
             "rows": sum(f.get("rows", 0) for f in domains.values()),
             "task_quality": combined([f["task_quality"] for f in domains.values() if "task_quality" in f])}
@@ -195,6 +205,7 @@ def markdown(report: dict[str, Any], out: Path) -> str:
     lines += ["", "## Difficulty", "", "| domain | " + " | ".join(("easy", "medium", "hard")) + " |", "|---|---:|---:|---:|"]
     for name, d in report["domains"].items():
         lines.append(f"| {name} | " + " | ".join(str(d["difficulty"].get(k, 0)) for k in ("easy", "medium", "hard")) + " |")
+    lines += _reasoning_lines(report)
     lines += ["", "## Top rejection reasons", ""]
     for name, d in report["domains"].items():
         for item in d["top_rejection_reasons"][:3]:
@@ -205,6 +216,19 @@ def markdown(report: dict[str, Any], out: Path) -> str:
     if unused:
         lines += ["", "## Tools in no accepted gold path", ""] + [f"- {n}: {', '.join(u)}" for n, u in unused.items()]
     return "\n".join(lines + _quality_lines(report) + _reference_lines(report) + _llm_lines(report.get("llm"))) + "\n"
+
+
+def _reasoning_lines(report: dict[str, Any]) -> list[str]:
+    """What the tasks ask the agent to work out, beside τ²-bench's hand-written tasks measured the same way."""
+    if "reasoning" not in report["totals"]:  # a report.json from before it was measured
+        return []
+    columns = {**report.get("reasoning_reference", {}), "this run": report["totals"]["reasoning"]["shares"]}
+    domains = {n: d["reasoning"]["shares"] for n, d in report["domains"].items() if "reasoning" in d}
+    lines = ["", "## Reasoning asked of the agent", "",
+             "Measured by quality/difficulty.py on this run's accepted tasks and, where they are at hand, on "
+             "τ²-bench's own retail and airline tasks (their figures only); `meta.difficulty` is labelled from "
+             "these measures, not from a task's length.", ""]
+    return lines + markdown_rows(columns) + [""] + markdown_columns(domains)
 
 
 def _quality_lines(report: dict[str, Any]) -> list[str]:

@@ -12,8 +12,9 @@ from typing import Any
 from toolscale.domains import Domain, Environment
 from toolscale.domains.spec import DomainSpec
 from toolscale.domains.tasks import Lineage, Task
+from toolscale.quality.difficulty import task_difficulty
 
-from ..instantiate import difficulty_of, write_calls
+from ..instantiate import write_calls
 from ..operators import Operator
 from .answers import HardenAnswer, IntentProposal
 from .dialogue import Invalid, Problem
@@ -77,7 +78,7 @@ def _as_variant(domain: Domain, base: Task, task: Task, steps: list[str]) -> Tas
     writes = write_calls(domain, actions)
     meta = task.meta.model_copy(update={"intent": base.meta.intent, "hardening": hardening, "hardened_from": base.id,
                                         "kind": "write" if writes else base.meta.kind,
-                                        "difficulty": difficulty_of(len(actions), writes, len(hardening))})
+                                        "difficulty": task_difficulty(domain, task.user_scenario, actions)})
     return task.model_copy(update={"description": base.description, "meta": meta})
 
 

@@ -16,8 +16,8 @@ from toolscale.domains import Domain, Environment
 from toolscale.domains.answers import with_checkable_answers
 from toolscale.domains.tasks import (Action, Description, EvaluationCriteria, Lineage, StructuredUserInstructions, Task,
                                      TaskMeta, UserScenario)
+from toolscale.quality.difficulty import task_difficulty
 
-from ..instantiate import difficulty_of, write_calls
 from ..phrasing import persona
 from ..templating import TemplateError, derive_seed, render_text, render_value
 from .answers import IntentProposal, TaskAnswer
@@ -43,12 +43,10 @@ def _persona(domain: Domain, task_id: str, lineage: Lineage) -> str:
 
 def _task(domain: Domain, intent: IntentProposal, task_id: str, lineage: Lineage, answer: TaskAnswer | None,
           actions: list[Action], communicate: list[str], outputs: list[Any], final_hash: str | None) -> Task:
-    writes = write_calls(domain, actions)
-    meta = TaskMeta(intent=intent.name, kind=intent.kind, difficulty=difficulty_of(len(actions), writes),
+    scenario = UserScenario(persona=_persona(domain, task_id, lineage), instructions=_instructions(domain, answer))
+    meta = TaskMeta(intent=intent.name, kind=intent.kind, difficulty=task_difficulty(domain, scenario, actions),
                     lineage=lineage, expected_outputs=outputs, final_state_hash=final_hash)
-    return Task(id=task_id, description=Description(purpose=intent.description),
-                user_scenario=UserScenario(persona=_persona(domain, task_id, lineage),
-                                           instructions=_instructions(domain, answer)),
+    return Task(id=task_id, description=Description(purpose=intent.description), user_scenario=scenario,
                 evaluation_criteria=EvaluationCriteria(actions=actions, communicate_info=communicate,
                                                        nl_assertions=list(answer.nl_assertions) if answer else []),
                 meta=meta)
