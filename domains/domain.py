@@ -22,6 +22,7 @@ from pydantic import BaseModel, ValidationError
 
 from .sql import build_metadata
 from .premises import premise_problems
+from .rules import rule_problems
 from .sandbox import ToolCompileError
 from .spec import DomainSpec
 from .toolkit import Toolkit, build_toolkit
@@ -193,8 +194,14 @@ def _check_rules(spec: DomainSpec, toolkit: Toolkit, filename: str) -> None:
         unknown = [t for t in named if t not in toolkit.specs]
         if unknown:
             problems.append(f"{filename}: rule {rule.id!r} names unknown tool(s) {', '.join(unknown)}")
+        problems += [f"{filename}: {problem}" for problem in rule_problems(rule, spec, toolkit.specs)]
+    rule_ids = {rule.id for rule in spec.rules if rule.agent is not None}
     for intent in spec.intents:
-        named = [*intent.tools, *(a.name for a in (intent.template.actions if intent.template else []))]
+        template = intent.template
+        named = [*intent.tools, *(a.name for a in ([*template.actions, *template.naive] if template else []))]
+        if template is not None and template.tests_rule is not None and template.tests_rule not in rule_ids:
+            problems.append(f"{filename}: intent {intent.name!r} tests {template.tests_rule!r}, which is no rule "
+                            "with an agent check")
         problems += [f"{filename}: intent {intent.name!r} uses unknown tool {name!r}"
                      for name in dict.fromkeys(named) if name not in toolkit.specs]
         if intent.premise is not None:  # the spec checked it has an anchor_table

@@ -198,6 +198,10 @@ class Environment:
         """Every table's rows, ordered by primary key."""
         return self._records.dump()
 
+    def rows(self, table: str, where: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+        """Copies of the rows of `table` matching `where`, read without a tool (the checks of domains/rules.py)."""
+        return self._records.find(table, where)
+
     def save(self, path: str | Path) -> None:
         """Write the current state to a SQLite file (replacing it)."""
         if not self._is_sqlite or self._connection.in_transaction:

@@ -197,6 +197,18 @@ class TaskTemplate(_Strict):
     actions: list[ActionTemplate] = Field(min_length=1)
     communicate: list[str] = Field(default_factory=list, description="expressions over `out`")
     nl_assertions: list[str] = Field(default_factory=list)
+    tests_rule: str | None = Field(None, description=(
+        "the id of an agent-enforced rule this task is built to test: doing what the user literally asks "
+        "(`naive`) runs in the tools and breaks it, while the gold keeps it"))
+    naive: list[ActionTemplate] = Field(default_factory=list, description=(
+        "what an agent that does exactly what the user asks would call after the gold's lookups (its calls "
+        "before the first write a user wants), in order; rendered like `actions`, with the gold's `out`"))
+
+    @model_validator(mode="after")
+    def _tested(self) -> TaskTemplate:
+        if (self.tests_rule is None) != (not self.naive):
+            raise ValueError("a template that tests a rule gives both `tests_rule` and the `naive` calls")
+        return self
 
 
 class Intent(_Strict):
@@ -230,19 +242,32 @@ class StepCheck(_Strict):
         return self
 
 
+class AgentCheck(_Strict):
+    """A rule no tool enforces, so the agent must apply it: before each call to one of `calls`, the
+    expression `breaks` (domains/rules.py) says whether making that call now breaks the rule."""
+
+    calls: list[str] = Field(min_length=1)
+    breaks: str = Field(description=(
+        "a jinja expression over `args` (the call's arguments) and the state before the call: "
+        "record(table, key), rows(table, column=value, ...), today, now, add_days(day, n), days_between(a, b)"))
+
+
 class PolicyRule(_Strict):
-    """A rule of policy.md: the tools that enforce it, or a step check the policy gate runs."""
+    """A rule of policy.md: the tools that enforce it (`enforced_by`), or what the agent must apply
+    itself: a step check or an agent check, both run by the policy gate on every gold."""
 
     id: str
     rule: str
     enforced_by: list[str] = Field(default_factory=list)
     check: StepCheck | None = None
+    agent: AgentCheck | None = None
 
     @model_validator(mode="after")
     def _enforced(self) -> PolicyRule:
-        if not self.enforced_by and self.check is None:
-            raise ValueError(f"rule {self.id!r} needs enforced_by tools or a check")
+        if not self.enforced_by and self.check is None and self.agent is None:
+            raise ValueError(f"rule {self.id!r} needs enforced_by tools, a check or an agent check")
         return self
+
 
 
 class DomainSpec(_Strict):

@@ -97,6 +97,11 @@ class TaskMeta(_Record):
         "grade (domains/answers.py WHY)"))
     gates: dict[str, GateVerdict] = Field(default_factory=dict)
     reference: ReferenceSolve | None = None
+    tests_rule: str | None = Field(None, description=(
+        "the agent-enforced policy rule the task is built to test: doing what the user literally asks "
+        "(naive_actions) runs in the tools and breaks it"))
+    naive_actions: list[Action] = Field(default_factory=list, description=(
+        "what an agent that does exactly what the user asks would call; empty when that is the gold"))
 
 
 class Task(_Record):

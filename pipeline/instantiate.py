@@ -173,6 +173,19 @@ def _unbuilt(domain: Domain, intent: Intent, task_id: str, lineage: Lineage) -> 
                 meta=TaskMeta(intent=intent.name, kind=intent.kind, difficulty="easy", lineage=lineage))
 
 
+def _naive(domain: Domain, gold: list[Action], template: TaskTemplate, context: dict[str, Any]) -> list[Action]:
+    """What an agent that does exactly what the user asks would call: the gold's lookups (its calls
+    before the first write a user wants), then the template's `naive` calls, which may use what the
+    gold's calls returned (`out`)."""
+    if not template.naive:
+        return []
+    specs = domain.toolkit.specs
+    first_write = next((i for i, a in enumerate(gold) if specs[a.name].changes_what_users_want), len(gold))
+    literal = [(step.name, render_value(step.arguments, context)) for step in template.naive]
+    return [Action(action_id=str(i), name=name, arguments=arguments)
+            for i, (name, arguments) in enumerate([*((a.name, a.arguments) for a in gold[:first_write]), *literal])]
+
+
 def _build(domain: Domain, env: Environment, intent: Intent, context: dict[str, Any], task_id: str,
            lineage: Lineage) -> tuple[Task, str | None]:
     """One candidate task, and why it failed (None when its gold replayed cleanly)."""
@@ -202,13 +215,16 @@ def _build(domain: Domain, env: Environment, intent: Intent, context: dict[str, 
         if failure is None:
             final_hash = fork.state_hash()
     communicate: list[str] = []
+    naive: list[Action] = []
     if failure is None:
         try:
             communicate = [render_text(c, {**context, "out": outputs}) for c in template.communicate]
+            naive = _naive(domain, actions, template, {**context, "out": outputs})
         except TemplateError as exc:
-            failure = f"communicate_info could not be rendered: {exc}"
+            failure = f"communicate_info or the naive calls could not be rendered: {exc}"
     meta = TaskMeta(intent=intent.name, kind=intent.kind, difficulty=task_difficulty(domain, scenario, actions),
-                    lineage=lineage, expected_outputs=outputs, final_state_hash=final_hash)
+                    lineage=lineage, expected_outputs=outputs, final_state_hash=final_hash,
+                    tests_rule=template.tests_rule, naive_actions=naive)
     task = Task(id=task_id, description=Description(purpose=intent.description),
                 user_scenario=scenario,
                 evaluation_criteria=EvaluationCriteria(actions=actions, communicate_info=communicate,

@@ -120,6 +120,9 @@ def task_row(task: Task) -> dict[str, Any]:
         "judged_answers": list(meta.judged_answers),
         "gates": [{"gate": name, **verdict.model_dump()} for name, verdict in meta.gates.items()],
         "reference": _json(meta.reference.model_dump()) if meta.reference is not None else None,
+        "tests_rule": meta.tests_rule,
+        "naive_actions": [{**a.model_dump(exclude={"arguments"}), "arguments": _json(a.arguments)}
+                          for a in meta.naive_actions],
     }
 
 
@@ -144,7 +147,9 @@ def task_from_row(row: dict[str, Any]) -> Task:
             "final_state_hash": row["final_state_hash"],
             "judged_answers": row.get("judged_answers") or [],
             "gates": {g["gate"]: {"passed": g["passed"], "reason": g["reason"]} for g in row["gates"]},
-            "reference": json.loads(row["reference"]) if row.get("reference") is not None else None},
+            "reference": json.loads(row["reference"]) if row.get("reference") is not None else None,
+            "tests_rule": row.get("tests_rule"),
+            "naive_actions": [{**a, "arguments": json.loads(a["arguments"])} for a in row.get("naive_actions") or []]},
     })
 
 

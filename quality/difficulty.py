@@ -24,9 +24,9 @@ from pathlib import Path
 from typing import Any
 
 from toolscale.domains import Domain
+from toolscale.domains.rules import TRANSFER_TOOL
 from toolscale.domains.tasks import Action, Difficulty, Task, UserScenario
 
-TRANSFER_TOOL = "transfer_to_human_agents"  # τ²-bench's name for handing the user to a person
 _CONDITION = re.compile(r"\b(?:if|unless|otherwise)\b", re.IGNORECASE)
 _CHANGE_VERBS = (r"cancel|change|modify|update|refund|return|exchange|book|upgrade|downgrade|add|remove|replace|pay|"
                  r"order|buy|purchase|reschedule|move|enrol|enroll|register|subscribe|apply|claim|compensate|"

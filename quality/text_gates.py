@@ -5,13 +5,14 @@ and what the agent must find out is not given away.
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 from typing import Any
 
 from toolscale.domains.dates import SAID_FORMS
 from toolscale.domains.tasks import GateVerdict
 
 from .gates import GateContext, failed, passed
-from toolscale.domains.matching import appears_in, leaves, same_value, value_key
+from toolscale.domains.matching import appears_in, leaves, normalize_text, same_value, value_key
 
 
 def _leaves(value: Any) -> list[Any]:
@@ -28,8 +29,20 @@ def _allowed_literals(ctx: GateContext, tool: str, argument: str) -> list[Any]:
     return list(options or []) + default
 
 
+@lru_cache(maxsize=64)
+def _policy_text(policy: str) -> str:
+    return normalize_text(policy)
+
+
+def _policy_number(ctx: GateContext, leaf: Any) -> bool:
+    """A number the policy states (a cap, a fee): the agent knows it from the policy."""
+    return (isinstance(leaf, (int, float)) and not isinstance(leaf, bool)
+            and appears_in(leaf, _policy_text(ctx.env.domain.policy)))
+
+
 class RealizabilityGate:
-    """Each gold argument is in the user's instructions, in an earlier gold output, or a schema literal.
+    """Each gold argument is in the user's instructions, in an earlier gold output, a number the
+    policy states, or a schema literal.
 
     This is what rejects ids no agent could know (τ²-bench #370): the gold was written with the
     database open, but the agent only sees the user and the tools.
@@ -42,7 +55,8 @@ class RealizabilityGate:
             for argument, value in action.arguments.items():
                 for leaf in _leaves(value):  # cheapest test first
                     if (appears_in(leaf, ctx.text) or ctx.returned_before(i, leaf) or leaf in ctx.told_dates
-                            or _told_moment(ctx, leaf) or leaf in _allowed_literals(ctx, action.name, argument)):
+                            or _told_moment(ctx, leaf) or leaf in _allowed_literals(ctx, action.name, argument)
+                            or _policy_number(ctx, leaf)):
                         continue
                     hint = (f"; a date the user does not give as it is must be said in one of these forms: {SAID_FORMS}"
                             if isinstance(leaf, str) and _ISO_DATE.fullmatch(leaf) else "")

@@ -9,6 +9,7 @@ import pytest
 from toolscale.domains import Environment, available_domains, builtin_domain
 from toolscale.domains.dates import WEEKDAYS
 from toolscale.pipeline.populate import populate
+from toolscale.domains.rules import TRANSFER_TOOL
 
 from domain_checks import example_arguments, raises_tool_error
 
@@ -65,11 +66,11 @@ def test_every_rule_is_enforced_by_a_tool_that_raises(loaded):
     raising = raises_tool_error(domain)
     assert domain.spec.rules, "domain.yaml lists no policy rules"
     for rule in domain.spec.rules:
-        if rule.check is None:
+        if rule.enforced_by:  # the others are the agent's to apply: the policy gate checks golds keep them
             assert any(raising[t] for t in rule.enforced_by), f"{domain.name} rule {rule.id!r}: no tool raises ToolError"
     named = {t for rule in domain.spec.rules for t in rule.enforced_by}
     for name, spec in domain.toolkit.specs.items():
-        if spec.kind == "write":
+        if spec.kind == "write" and name != TRANSFER_TOOL:  # handing over to a person is always allowed
             assert name in named, f"{domain.name}.{name} is a write that no policy rule names"
             assert raising[name], f"{domain.name}.{name} is a write that never raises ToolError"
 

@@ -536,3 +536,16 @@ def update_contact_details(customer_id: str, email: str | None = None, phone: st
     if not changes:
         raise ToolError("give a new email or phone number")
     return db.update("customers", customer_id, changes)
+
+
+@tool("write")
+def transfer_to_human_agents(reason: Literal["large_dispute", "branch_withdrawal", "other"],
+                             summary: str | None = None) -> dict:
+    """Hand the customer over to a human agent, when the policy says a request is theirs to handle.
+
+    Args:
+        reason: Why the customer is handed over, e.g. "large_dispute".
+        summary: A short note of the request for the human agent, e.g. "wants to dispute a 720.00 purchase".
+    """
+    handoff = db.insert("handoffs", {"reason": reason, "requested_at": clock.now()})
+    return {"handoff_id": handoff["handoff_id"], "status": "transferred", "reason": reason}

@@ -24,6 +24,8 @@ from ..publication import Collector, Exported, Exporter, Part
 from ..rows import DatasetRows, PublishError, Run, dataset_rows, stable_report
 
 _TEXT = Value("string")
+_ACTIONS = List({"action_id": _TEXT, "requestor": _TEXT, "name": _TEXT, "arguments": _TEXT, "info": _TEXT,
+                 "compare_args": List(_TEXT)})
 TASK_FEATURES = Features({
     "id": _TEXT, "domain": _TEXT, "intent": _TEXT, "kind": _TEXT, "difficulty": _TEXT, "hardening": List(_TEXT),
     "hardened_from": _TEXT,
@@ -31,8 +33,7 @@ TASK_FEATURES = Features({
     "persona": _TEXT, "reason_for_call": _TEXT, "known_info": _TEXT, "unknown_info": _TEXT,
     "task_instructions": _TEXT,
     "initial_state": _TEXT,
-    "actions": List({"action_id": _TEXT, "requestor": _TEXT, "name": _TEXT, "arguments": _TEXT, "info": _TEXT,
-                     "compare_args": List(_TEXT)}),
+    "actions": _ACTIONS,
     "env_assertions": _TEXT,
     "communicate_info": List(_TEXT), "nl_assertions": List(_TEXT), "reward_basis": List(_TEXT),
     "lineage": {"backend": _TEXT, "model": _TEXT, "seed": Value("int64"), "prompt_digest": _TEXT},
@@ -41,6 +42,7 @@ TASK_FEATURES = Features({
     "judged_answers": List(_TEXT),
     "gates": List({"gate": _TEXT, "passed": Value("bool"), "reason": _TEXT}),
     "reference": _TEXT,
+    "tests_rule": _TEXT, "naive_actions": _ACTIONS,
 })
 DOMAIN_FEATURES = Features({
     "domain": _TEXT, "description": _TEXT, "clock": _TEXT, "policy": _TEXT,
