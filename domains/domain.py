@@ -20,6 +20,7 @@ import sqlalchemy as sa
 import yaml
 from pydantic import BaseModel, ValidationError
 
+from .files import DOMAIN_FILES, MAX_FILE_BYTES, DomainFileError, read_domain_file
 from .sql import build_metadata
 from .premises import premise_problems
 from .rules import rule_problems
@@ -31,7 +32,63 @@ BUILTIN_DIR = Path(__file__).resolve().parent
 BUILTIN_DOMAINS = tuple(sorted(p.parent.name for p in BUILTIN_DIR.glob("*/domain.yaml")))  # a domain is its folder
 
 
-_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_BASE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+class _DomainLoader(_BASE_LOADER):  # type: ignore[misc,valid-type]
+    """YAML's safe loader, stricter where domain.yaml is hostile input:
+    - an alias of a mapping or list is refused: nine nested ones expand to 10^9 leaves ("billion
+      laughs"), which hung populate when it formatted them into a message;
+    - an alias of a scalar stays (medicine's domain.yaml names a long condition once and reuses it),
+      but all aliases together may add no more text than the file itself may hold;
+    - a key given twice in one mapping is refused: YAML keeps the last, a reviewer reads the first.
+    Each raises a ConstructorError at the offending node, which parse_spec turns into file:line."""
+
+    def __init__(self, stream: Any) -> None:
+        super().__init__(stream)
+        self._aliased = 0  # characters the scalar aliases added so far
+
+    def construct_object(self, node: yaml.Node, deep: bool = False) -> Any:
+        if node in self.constructed_objects or node in self.recursive_objects:  # the node was seen: an alias
+            if not isinstance(node, yaml.ScalarNode):
+                raise yaml.constructor.ConstructorError(None, None, "the mapping or list anchored here (&name) is "
+                                                        "aliased (*name): aliases of mappings and lists are not "
+                                                        "allowed", node.start_mark)
+            self._aliased += len(node.value)
+            if self._aliased > MAX_FILE_BYTES["domain.yaml"]:
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"aliases (*name) expand past {MAX_FILE_BYTES['domain.yaml']:,} characters",
+                    node.start_mark)
+        return super().construct_object(node, deep=deep)
+
+    def construct_mapping(self, node: yaml.Node, deep: bool = False) -> dict[Any, Any]:
+        if not isinstance(node, yaml.MappingNode):
+            raise yaml.constructor.ConstructorError(None, None, f"expected a mapping, found {node.id}", node.start_mark)
+        self.flatten_mapping(node)
+        mapping: dict[Any, Any] = {}
+        first_line: dict[Any, int] = {}
+        for key_node, value_node in node.value:
+            key = self.construct_object(key_node, deep=True)
+            try:
+                duplicate = key in mapping
+            except TypeError:
+                raise yaml.constructor.ConstructorError(
+                    None, None, "a mapping key must be a plain value", key_node.start_mark) from None
+            if duplicate:
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"duplicate key {_clip(key)} (first at line {first_line[key]})", key_node.start_mark)
+            first_line[key] = key_node.start_mark.line + 1
+            mapping[key] = self.construct_object(value_node, deep=deep)
+        return mapping
+
+
+def _clip(value: Any, limit: int = 80) -> str:
+    """repr(value) cut to `limit` characters: a user's value never goes unbounded into a message."""
+    text = repr(value) if not isinstance(value, str) or len(value) <= limit else repr(value[:limit])
+    return text if len(text) <= limit + 2 else text[:limit] + "…"
+
+
+_LOADER = _DomainLoader
 # Names a table or column cannot have, and why: the exported package makes each table a field of a pydantic
 # `DB` (τ²-bench's environment/db.py adds load, dump, get_*) and each column a field of a pydantic model
 # whose annotations name str, int, float and bool. Soft keywords (`type`, `match`) stay: Python takes them as names.
@@ -211,15 +268,29 @@ def _check_rules(spec: DomainSpec, toolkit: Toolkit, filename: str) -> None:
         raise DomainError("\n".join(problems))
 
 
+def read_domain_files(path: str | Path) -> dict[str, str]:
+    """{file name: text} of a domain folder's files, each read only as a regular, capped file inside the
+    folder (domains/files.py). DomainError names the missing or refused file in one line."""
+    path = Path(path)
+    texts = {}
+    for name in DOMAIN_FILES:
+        try:
+            texts[name] = read_domain_file(path, name)
+        except FileNotFoundError:
+            raise DomainError(f"{path / name}: missing") from None
+        except NotADirectoryError:
+            raise DomainError(f"{path}: not a folder") from None
+        except DomainFileError as exc:
+            raise DomainError(str(exc)) from None
+        except OSError as exc:
+            raise DomainError(f"{path / name}: cannot be read: {exc.strerror or type(exc).__name__}") from None
+    return texts
+
+
 def load_domain(path: str | Path) -> Domain:
     """Load a domain folder. DomainError names the missing or faulty file."""
     path = Path(path)
-    texts = {}
-    for name in ("domain.yaml", "tools.py", "policy.md"):
-        try:
-            texts[name] = (path / name).read_text(encoding="utf-8")
-        except FileNotFoundError:
-            raise DomainError(f"{path / name}: missing") from None
+    texts = read_domain_files(path)
     domain = load_domain_text(texts["domain.yaml"], texts["tools.py"], texts["policy.md"], str(path))
     return Domain(domain.spec, domain.policy, domain.toolkit, path, domain.sources)
 

@@ -19,7 +19,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from toolscale.domains.domain import BUILTIN_DIR, BUILTIN_DOMAINS
+from toolscale.domains.domain import BUILTIN_DIR, BUILTIN_DOMAINS, read_domain_files
 from toolscale.domains.sandbox import parse_python
 
 PACKAGE = "toolscale"
@@ -120,10 +120,11 @@ def code_digest(function: Callable[..., Any], modules: Iterable[str], prompts: b
 
 
 def source_digest(domain: str, folder: str | None = None) -> str:
-    """The digest of the domain's folder: a hand-written one (`--domain-dir`), else the built-in one
+    """The digest of the domain's folder: a hand-written one (`--domain-dir`: the files the loader reads,
+    read as it reads them, so nothing else in a hostile folder is opened), else the built-in one
     ("" for a domain that is designed, not read)."""
     if folder is not None:
-        return _tree_digest(Path(folder))
+        return _digest("\n".join(f"{name}:{_digest(text)}" for name, text in read_domain_files(folder).items()))
     return _tree_digest(BUILTIN_DIR / domain) if domain in BUILTIN_DOMAINS else ""
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import random
 import re
+import reprlib
 from contextlib import ExitStack
 from datetime import timedelta
 from typing import Any
@@ -36,6 +37,23 @@ _BOOLEANS = {"true": True, "false": False}
 
 class PopulateError(ValueError):
     """Generation hints that cannot produce valid values: one line per table and column."""
+
+
+# domain.yaml's values, a template's output and an exception's text are shown cut short: a value built
+# to be huge (a list that nests a billion leaves, a 10 MB string) must not be expanded into a message.
+_SHORT = reprlib.Repr()
+_SHORT.maxlevel, _SHORT.maxdict, _SHORT.maxlist, _SHORT.maxtuple, _SHORT.maxset = 3, 8, 8, 8, 8
+_SHORT.maxstring = _SHORT.maxother = _SHORT.maxlong = 120
+MAX_MESSAGE = 300  # characters of an exception's text quoted in a reason
+
+
+def _short(value: Any) -> str:
+    return _SHORT.repr(value)
+
+
+def _said(exc: BaseException) -> str:
+    text = str(exc)
+    return text if len(text) <= MAX_MESSAGE else text[:MAX_MESSAGE] + "…"
 
 
 def typed(col: Column, value: Any) -> Any:
@@ -69,7 +87,7 @@ class _TableFiller:
                 seed_of_locale = derive_seed(seed, spec.name, table.name, locale)
                 self.fakers[locale] = held.enter_context(seeded_faker(locale, seed_of_locale))
             except AttributeError:
-                raise PopulateError(f"{table.name}: unknown Faker locale {locale!r}") from None
+                raise PopulateError(f"{table.name}: unknown Faker locale {_short(locale)}") from None
         self.dates = date_helpers(spec.clock)
         self.taken: dict[str, set[Any]] = {c.name: set() for c in table.columns if c.unique}
         self.errors: dict[str, str] = {}  # column -> why its hint fails: the first reason only
@@ -84,12 +102,12 @@ class _TableFiller:
         if gen.faker is not None:
             provider = getattr(faker, gen.faker, None) if not gen.faker.startswith("_") else None
             if not callable(provider):
-                raise PopulateError(f"unknown Faker provider {gen.faker!r}")
+                raise PopulateError(f"unknown Faker provider {_short(gen.faker)}")
             try:
                 return provider(**gen.args)
             except Exception as exc:  # wrong `args` for the provider: a TypeError, a ValueError...
-                raise PopulateError(f"Faker provider {gen.faker!r} with args {gen.args}: "
-                                    f"{type(exc).__name__}: {exc}") from None
+                raise PopulateError(f"Faker provider {_short(gen.faker)} with args {_short(gen.args)}: "
+                                    f"{type(exc).__name__}: {_said(exc)}") from None
         if gen.choice is not None:
             return self.rng.choices(gen.choice, weights=gen.weights)[0] if gen.weights else self.helpers["pick"](gen.choice)
         if gen.range is not None:
@@ -115,7 +133,7 @@ class _TableFiller:
                 try:
                     raw = self._generate(col, col.gen, context, faker)
                 except (TemplateError, PopulateError) as exc:
-                    return self._fail(col, str(exc), None)
+                    return self._fail(col, _said(exc), None)
                 if col.gen.template is not None:
                     raw = typed(col, raw)
             else:
@@ -123,8 +141,8 @@ class _TableFiller:
             try:
                 value = coerce(self.table, col, raw)
             except ToolError as exc:
-                shown = f" (template {col.gen.template!r})" if col.gen is not None and col.gen.template else ""
-                return self._fail(col, f"generated value does not fit: {exc}{shown}", raw)
+                shown = f" (template {_short(col.gen.template)})" if col.gen is not None and col.gen.template else ""
+                return self._fail(col, f"generated value does not fit: {_said(exc)}{shown}", raw)
             if not col.unique or value not in self.taken[col.name]:
                 if col.unique:
                     self.taken[col.name].add(value)
@@ -172,7 +190,7 @@ def _fixed_rows(table: Table, errors: list[str]) -> list[dict[str, Any]]:
         try:
             out.append({c.name: coerce(table, c, fixed.get(c.name)) for c in table.columns})
         except ToolError as exc:
-            errors.append(f"{table.name}: fixed row {fixed}: {exc}")
+            errors.append(f"{table.name}: fixed row {_short(fixed)}: {_said(exc)}")
     return out
 
 
