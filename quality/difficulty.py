@@ -190,10 +190,11 @@ def markdown_rows(columns: dict[str, dict[str, float]]) -> list[str]:
 
 def markdown_columns(rows: dict[str, dict[str, float]]) -> list[str]:
     """Many profiles (one per domain): one row per profile, one column per measure."""
-    lines = ["| domain | tasks | ≥ 3 writes | derived values | refusals | conditions | transfers | hard |",
-             "|---|" + "---:|" * (len(ROWS) + 1)]
+    lines = ["| domain | tasks | ≥ 3 writes | derived values | refusals | conditions | transfers | hard "
+             "| agent rules tested |", "|---|" + "---:|" * (len(ROWS) + 2)]
     for name, p in rows.items():
-        lines.append(f"| {name} | {p['tasks']:,} | " + " | ".join(form.format(p[key]) for key, _, form in ROWS) + " |")
+        lines.append(f"| {name} | {p['tasks']:,} | " + " | ".join(form.format(p[key]) for key, _, form in ROWS)
+                     + f" | {p.get('rules_tested', 0)} |")
     return lines
 
 

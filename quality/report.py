@@ -69,7 +69,8 @@ def domain_funnel(accepted: Sequence[Task], rejected: Sequence[Rejection], tools
         **_funnel(accepted, rejected),
         "gates": gate_counts(accepted, rejected),
         "difficulty": dict(sorted(Counter(t.meta.difficulty for t in accepted).items())),
-        "reasoning": _reasoning(tally(task_reasoning(t, writes) for t in accepted)),
+        "reasoning": {**_reasoning(tally(task_reasoning(t, writes) for t in accepted)),
+                      "rules_tested": dict(sorted(Counter(t.meta.tests_rule for t in accepted if t.meta.tests_rule).items()))},
         "hardened": {"accepted": len(hardened),
                      "share": round(len(hardened) / len(accepted), 3) if accepted else 0.0,
                      "operators": dict(sorted(Counter(op for t in hardened for op in t.meta.hardening).items()))},
@@ -223,7 +224,8 @@ def _reasoning_lines(report: dict[str, Any]) -> list[str]:
     if "reasoning" not in report["totals"]:  # a report.json from before it was measured
         return []
     columns = {**report.get("reasoning_reference", {}), "this run": report["totals"]["reasoning"]["shares"]}
-    domains = {n: d["reasoning"]["shares"] for n, d in report["domains"].items() if "reasoning" in d}
+    domains = {n: {**d["reasoning"]["shares"], "rules_tested": len(d["reasoning"].get("rules_tested", {}))}
+               for n, d in report["domains"].items() if "reasoning" in d}
     lines = ["", "## Reasoning asked of the agent", "",
              "Measured by quality/difficulty.py on this run's accepted tasks and, where they are at hand, on "
              "τ²-bench's own retail and airline tasks (their figures only); `meta.difficulty` is labelled from "

@@ -81,4 +81,7 @@ def test_meta_difficulty_is_the_measured_one_and_the_report_adds_domains_up(bank
     text = markdown(report, tmp_path)
     assert "## Reasoning asked of the agent" in text
     assert f"| this run ({len(accepted):,}) |" in text.replace(" | this run", "| this run")
-    assert "| bank | " in text[text.index("## Reasoning"):]
+    section = text[text.index("## Reasoning"):]
+    bank_row = next(line for line in section.splitlines() if line.startswith("| bank | "))
+    assert bank_row.endswith(f"| {len(funnel['reasoning']['rules_tested'])} |")
+    assert set(funnel["reasoning"]["rules_tested"]) == {"large_disputes", "no_overdraft_transfers", "savings_withdrawal_cap"}

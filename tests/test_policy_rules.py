@@ -6,12 +6,14 @@ from __future__ import annotations
 
 import pytest
 
-from toolscale.domains import DomainError, builtin_domain, load_domain_text
+from toolscale.domains import DomainError, Environment, Task, available_domains, builtin_domain, load_domain, load_domain_text
 from toolscale.domains.environment import replay
 from toolscale.domains.rules import RuleError, agent_rules, breaks, rules_broken
 from toolscale.domains.tasks import Action
 from toolscale.quality.gates import GateContext
 from toolscale.quality.policy import PolicyGate
+
+from published_run import published_run
 
 BANK = builtin_domain("bank")
 
@@ -120,3 +122,28 @@ def test_the_policy_gate_rejects_a_rule_test_the_tools_refuse_or_that_ends_in_th
     assert "ends in the gold's state" in _verdict(env, with_naive(task.evaluation_criteria.actions)).reason
     unrelated = task.model_copy(update={"meta": task.meta.model_copy(update={"tests_rule": "no_overdraft_transfers"})})
     assert "keeps rule 'no_overdraft_transfers'" in _verdict(env, unrelated).reason
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory):
+    return published_run(tmp_path_factory)
+
+
+@pytest.mark.parametrize("name", available_domains())
+def test_every_published_rule_test_is_sound_and_every_gold_keeps_the_agent_rules(run, name):
+    """In every domain of a published run: each task that tests a rule has a literal request the tools
+    accept, that breaks that rule and ends elsewhere; no gold breaks any agent rule."""
+    folder = run / name
+    domain = load_domain(folder)
+    tasks = [Task.model_validate_json(line) for line in (folder / "tasks.jsonl").read_text().splitlines()]
+    with Environment.from_sqlite(domain, folder / "db.sqlite") as env:
+        for task in tasks:
+            assert rules_broken(env, task.gold_calls()) == [], task.id
+            if task.meta.tests_rule is None:
+                assert task.meta.naive_actions == [], task.id
+                continue
+            naive = [(a.name, a.arguments) for a in task.meta.naive_actions]
+            with env.fork() as fork:
+                assert all(r.ok for r in replay(fork, naive)), task.id
+                assert fork.state_hash() != task.meta.final_state_hash, task.id
+            assert task.meta.tests_rule in {rule for _, rule in rules_broken(env, naive)}, task.id
