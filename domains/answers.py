@@ -17,12 +17,13 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
+from .sayings import spoken_date, statement
 from .tasks import Task
 
 _DECIMAL = re.compile(r"-?\d+\.\d+")
 _INTEGER = re.compile(r"-?\d+")
 _DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
-_DATETIME = re.compile(r"(\d{4}-\d{2}-\d{2})[T ](\d{2}):(\d{2})(?::\d{2}(?:\.\d+)?)?")
+_DATETIME = re.compile(r"(\d{4}-\d{2}-\d{2})[Tt ](\d{2}):(\d{2})(?::\d{2}(?:\.\d+)?)?")
 _TIME = re.compile(r"(\d{2}):(\d{2})(?::\d{2})?")
 _ENUM = re.compile(r"[a-z]+(?:_[a-z]+)+")
 _PHONE = re.compile(r"(?=.*[ ()])\+?\(?\d[\d ()-]{6,}\d")  # digits with spaces or brackets: a phone number
@@ -31,6 +32,7 @@ _WORD = re.compile(r"[a-z]+")
 VAGUE = frozenset({"none", "null", "n/a", "na", "yes", "no", "true", "false", "unknown", "other", "ok", "nil"})
 _LIST_SEPARATOR = re.compile(r"\s*[;,]\s*")  # τ²-bench drops a reply's commas, so no value may keep one
 SHORTEST = 3  # a value of two characters or fewer is in almost any reply ("3", "W", "12")
+SHORT = 3  # one of three characters or fewer ("0.5", "348") goes to the judge when anything shown can hold it
 
 
 def _hour(hour: str, minute: str) -> str:
@@ -76,34 +78,112 @@ def contains(reply: str, value: str) -> bool:
     return value.lower() in reply.lower().replace(",", "")
 
 
-def _fields_holding(value: str, outputs: Sequence[Any]) -> Iterator[str]:
-    """The output fields whose value is `value` (compared as written and in answer form)."""
-    stack: list[Any] = list(outputs)
+def _is(value: str, item: Any) -> bool:
+    return item is not None and not isinstance(item, (bool, dict, list)) \
+        and value in (str(item), answer_form(str(item)), _time_of(str(item)))
+
+
+def _holding(value: str, outputs: Sequence[Any]) -> Iterator[tuple[str, str | None]]:
+    """(field, the record's id field) of each output field whose value is `value` (compared as written
+    and in answer form), in document order; a field listing it among others is "field[]"."""
+    stack: list[Any] = list(reversed(outputs))
     while stack:
         node = stack.pop()
         if isinstance(node, dict):
+            own = next((f for f in node if f.endswith("_id")), None)
             for key, item in node.items():
-                if isinstance(item, (dict, list)):
-                    stack.append(item)
-                elif item is not None and not isinstance(item, bool) and value in (str(item), answer_form(str(item))):
-                    yield key
+                if _is(value, item):
+                    yield key, own
+                elif isinstance(item, list) and any(_is(value, x) for x in item):
+                    yield f"{key}[]", own
+            stack.extend(reversed([item for item in node.values() if isinstance(item, (dict, list))]))
         elif isinstance(node, list):
-            stack.extend(node)
+            stack.extend(reversed(node))
+
+
+def _fields_holding(value: str, outputs: Sequence[Any]) -> Iterator[str]:
+    """The output fields whose value is `value` (compared as written and in answer form)."""
+    return (key for key, _ in _holding(value, outputs) if not key.endswith("[]"))
 
 
 def _is_status(value: str, outputs: Sequence[Any]) -> bool:
     return any(f == "status" or f.endswith("_status") for f in _fields_holding(value, outputs))
 
 
+def _shown(outputs: Sequence[Any]) -> Iterator[str]:
+    """Every value the gold's outputs show, in the forms a reply may say it (as written, in answer form,
+    a float with two decimals), lowercased and without commas as τ²-bench reads a reply."""
+    stack: list[Any] = list(outputs)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, dict):
+            stack.extend(node.values())
+        elif isinstance(node, list):
+            stack.extend(node)
+        elif node is not None and not isinstance(node, bool):
+            text = str(node)
+            forms = {text, answer_form(text)} | ({f"{node:.2f}"} if isinstance(node, float) else set())
+            yield from (f.lower().replace(",", "") for f in forms)
+
+
+def _same_fact(value: str, shown: str) -> bool:
+    """Is `shown` the value itself in another form ("3480.00" for "3480", a timestamp for its time of day)?"""
+    return answer_form(shown) == value.lower() or _time_of(shown) == value.lower()
+
+
+def shown_containing(value: str, user_text: str, outputs: Sequence[Any], others: Sequence[str] = ()) -> str | None:
+    """Another value the conversation shows that contains `value` by τ²-bench's rule ('348' is in the
+    booking total '3480'), so that a reply giving the wrong one passes: a token of the user's text, a value
+    of the gold's outputs (the value itself in another form aside), another expected value; None when
+    there is none."""
+    needle = value.lower()
+    tokens = re.findall(r"[^\s]+", user_text.lower().replace(",", ""))
+    for shown in (*(o.lower() for o in others), *tokens, *_shown(outputs)):
+        shown = shown.rstrip(".;:!?)").lstrip("(")
+        if needle in shown and shown != needle and not _same_fact(value, shown):
+            return shown
+    return None
+
+
+_LABEL_COLON = re.compile(r"\b(?:[Tt]he|with) (?!agent\b)(?:[a-z]+ ){0,5}[a-z]+: ")  # field names are lowercase
+_SNAKE = re.compile(r"\b[a-z]+_[a-z_]+\b")
+_TAIL = frozenset({"to", "at", "on", "from", "by", "until", "kmh", "pct", "c", "m", "min", "eur", "usd", "gbp", "id"})
+
+
+def raw_label(assertion: str, outputs: Sequence[Any] = ()) -> bool:
+    """Does an nl_assertion give an output field's raw label, not words ("the valid to: 2027-04-16",
+    "the record with departs at ...", "the wind gust kmh")?"""
+    if _LABEL_COLON.search(assertion) or _SNAKE.search(assertion):
+        return True
+    lowered = assertion.lower()
+    return any(re.search(rf"\b(?:the|with) {re.escape(f.replace('_', ' '))}\b", lowered) for f in _all_fields(outputs)
+               if "_" in f and f.rsplit("_", 1)[1] in _TAIL)
+
+
+def _all_fields(outputs: Sequence[Any]) -> set[str]:
+    found: set[str] = set()
+    stack: list[Any] = list(outputs)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, dict):
+            found.update(node)
+            stack.extend(node.values())
+        elif isinstance(node, list):
+            stack.extend(node)
+    return found
+
+
 WHY = {  # each kind of value no substring check can grade, and why
     "timestamp": "a timestamp, which a person says as a date and a time",
     "date": "a date, which a person says in words",
-    "short": "two characters or fewer, which almost any reply contains",
+    "short": "two characters or fewer, which almost any reply contains, or three with a digit (any number said "
+             "may hold them) or that another value shown contains",
     "zero": "a bare zero, which almost any reply contains",
     "absence": "an absence or a yes/no, which a reply puts in other words",
     "status": "a status word, which a reply may put in other words",
     "echo": "the user's own words contain it, so echoing them passes",
-    "contained": "another expected value contains it",
+    "contained": "another value the conversation shows (the user's text, the gold's outputs, another expected "
+                 "value) contains it",
 }
 
 
@@ -125,8 +205,10 @@ def weakness(value: str, user_text: str, others: Sequence[str] = (), outputs: Se
         return "status"
     if contains(user_text, value):
         return "echo"
-    if any(other != value and contains(other, value) for other in others):
-        return "contained"
+    if len(value) <= SHORT and re.search(r"\d", value):
+        return "short"  # any other number said, a date or an id, can hold three digits ("348" in "3480")
+    if shown_containing(value, user_text, outputs, others) is not None:
+        return "short" if len(value) <= SHORT else "contained"
     return None
 
 
@@ -136,10 +218,11 @@ class Judged:
 
     value: str
     kind: str  # a key of WHY
-    label: str | None = None  # the output field it was read from, in words
+    field: str | None = None  # the output field it was read from
+    record: str | None = None  # the id field of the record it is on ("railcard_id")
 
     def assertion(self) -> str:
-        what = f"the {self.label}: {self.value}" if self.label else self.value
+        what = statement(self.field, self.value, self.record) if self.field else spoken_date(self.value)
         return f"The agent tells the user {what}."
 
 
@@ -154,6 +237,12 @@ class ShapedAnswers:
         return [j.assertion() for j in self.judged]
 
 
+def _time_of(value: str) -> str | None:
+    """A timestamp's time of day ("18:00"), None for any other value."""
+    moment = _DATETIME.fullmatch(value)
+    return _hour(moment.group(2), moment.group(3)) if moment else None
+
+
 def _timestamp_form(value: str, user_text: str) -> str:
     """A timestamp whose date the user already has becomes its time of day ("18:00")."""
     moment = _DATETIME.fullmatch(value)
@@ -166,7 +255,10 @@ def shape_answers(values: Sequence[str], user_text: str, outputs: Sequence[Any] 
     """Each value in answer form, duplicates dropped; the ones no grader can check set aside."""
     forms: list[str] = []
     for value in values:
-        for item in _LIST_SEPARATOR.split(value):  # each item alone: a reply lists them in its own order
+        whole = "," in value and next(_holding(value, outputs), None) is not None
+        # each item alone (a reply lists them in its own order), but one value with a comma in it
+        # ("Ramsey, White and Dunn") whole, without its commas as τ²-bench reads a reply
+        for item in [re.sub(r"\s*,\s*", " ", value)] if whole else _LIST_SEPARATOR.split(value):
             form = _timestamp_form(answer_form(item), user_text)
             if form and form not in forms:
                 forms.append(form)
@@ -176,8 +268,8 @@ def shape_answers(values: Sequence[str], user_text: str, outputs: Sequence[Any] 
         if kind is None:
             shaped.communicate.append(form)
         else:
-            label = next(_fields_holding(form, outputs), None)
-            shaped.judged.append(Judged(form, kind, label and label.replace("_", " ")))
+            field, record = next(_holding(form, outputs), (None, None))
+            shaped.judged.append(Judged(form, kind, field, record))
     return shaped
 
 

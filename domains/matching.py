@@ -116,7 +116,7 @@ def derivable(info: str, outputs: list[Any]) -> bool:
     if _spelled(info, outputs):
         return True
     lowered = info.strip().lower()
-    if len(lowered) >= 3 and any(isinstance(leaf, str) and lowered in leaf.lower()
+    if len(lowered) >= 3 and any(isinstance(leaf, str) and _holds(leaf, lowered)
                                  for output in outputs for leaf in leaves(output)):
         return True
     if lowered.isdigit() and any(isinstance(node, list) and len(node) == int(lowered)
@@ -124,6 +124,11 @@ def derivable(info: str, outputs: list[Any]) -> bool:
         return True
     parts = [p for p in re.split(r"\s*[;,]\s*|(?<=\d)-(?=\d)", info) if p]
     return len(parts) > 1 and all(derivable(p, outputs) for p in parts)
+
+
+def _holds(leaf: str, part: str) -> bool:
+    """Is `part` in `leaf`, as written or said without its commas ("Ramsey White and Dunn")?"""
+    return part in leaf.lower() or part in leaf.lower().replace(",", "")
 
 
 def _containers(output: Any) -> Iterator[Any]:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from toolscale.domains.answers import WHY, answer_form, asks_something, weakness
+from toolscale.domains.answers import WHY, answer_form, asks_something, raw_label, weakness
 from toolscale.domains.tasks import GateVerdict
 
 from .gates import GateContext, failed, passed
@@ -10,7 +10,8 @@ from .gates import GateContext, failed, passed
 
 class CheckabilityGate:
     """Each communicate_info value answers a question of the user's, is in answer form, once, and is
-    neither brittle nor vacuous; each nl_assertion is listed once.
+    neither brittle nor vacuous (nor held in another value the conversation shows); each nl_assertion is
+    listed once and says its fact in words, not with a field's raw label.
 
     Brittle: a correct reply can miss it ("17000000.00" when the agent says "17,000,000"). Vacuous:
     a wrong reply contains it ("0", "W", a number the user said). Synthesis shapes values this way
@@ -38,4 +39,7 @@ class CheckabilityGate:
         twice = next((a for a in assertions if assertions.count(a) > 1), None)
         if twice:
             return failed(f"nl_assertion {twice!r} is listed twice")
+        labelled = next((a for a in assertions if raw_label(a, ctx.first_replay.outputs)), None)
+        if labelled:
+            return failed(f"nl_assertion {labelled!r} gives a field's raw label, not words a person would write")
         return passed()

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from toolscale.domains.answers import answer_form, contains, shape_answers, weakness, with_checkable_answers
+from toolscale.domains.answers import (Judged, answer_form, contains, raw_label, shape_answers, weakness,
+                                       with_checkable_answers)
 from toolscale.quality.checkability import CheckabilityGate
 from toolscale.quality.gates import GateContext
 
@@ -46,8 +47,23 @@ def test_vacuous_or_unsayable_values_are_weak(value, kind):
 
 def test_a_value_the_user_said_or_another_value_contains_is_weak():
     assert weakness("500", "Only pay if the limit is above 1500 EUR.") == "echo"
-    assert weakness("750", "", ["1750", "750"]) == "contained"
-    assert weakness("1750", "", ["1750", "750"]) is None
+    assert weakness("7500", "", ["17500", "7500"]) == "contained"
+    assert weakness("17500", "", ["17500", "7500"]) is None
+
+
+def test_a_value_another_number_the_gold_shows_contains_is_weak():
+    """'3480' is the booking total the agent reads out: a reply that says it holds '348' too."""
+    outputs = [{"booking_id": "BK-1", "total": 3480.0, "voucher": 3481.5, "payee": "Ramsey, White and Dunn"}]
+    assert weakness("3481.5", "", outputs=outputs) is None  # the value itself, shown as it is
+    assert weakness("481.5", "", outputs=outputs) == "contained"
+    assert weakness("Ramsey", "", outputs=outputs) == "contained"
+    assert weakness("Ramsey White and Dunn", "", outputs=outputs) is None  # said without its commas, as τ² reads
+
+
+@pytest.mark.parametrize("value,kind", [("348", "short"), ("0.5", "short"), ("1-0", "short"), ("DPD", None)])
+def test_three_characters_go_to_the_judge_when_anything_said_can_hold_them(value, kind):
+    assert weakness(value, "", outputs=[{"parcel_id": "P-1", "carrier": "DPD", "fee": 0.5}]) == kind
+    assert weakness("DPD", "", outputs=[{"parcel_id": "P-1", "carrier": "DPD", "tracking": "DPD0150"}]) == "short"
 
 
 def test_a_status_word_is_weak_only_when_it_is_a_status():
@@ -62,8 +78,37 @@ def test_shaping_splits_lists_drops_duplicates_and_judges_the_rest():
                             "Risotto ai funghi"], "You booked a table for 2026-10-14.", outputs)
     assert shaped.communicate == ["Tagliatelle al ragu", "Risotto ai funghi", "18:00"]
     assert [j.value for j in shaped.judged] == ["none", "0"]
-    assert shaped.assertions() == ["The agent tells the user the deposit status: none.",
-                                   "The agent tells the user the fee: 0."]
+    assert shaped.assertions() == ["The agent tells the user there is no deposit.",
+                                   "The agent tells the user the fee is 0."]
+
+
+@pytest.mark.parametrize("field,value,record,said", [
+    ("valid_to", "2027-04-16", "railcard_id", "the railcard is valid until 16 April 2027"),
+    ("graded_credits", "10", "student_id", "the number of graded credits is 10"),
+    ("balance_due", "0", "booking_id", "the balance due is 0"),
+    ("expires_on", "2029-06-18", "subscription_id", "the subscription expires on 18 June 2029"),
+    ("departs_at", "9:30", "service_id", "the service departs at 9:30"),
+    ("wind_gust_kmh", "42", None, "the wind gust is 42 km/h"),
+    ("precip_probability_pct", "70", None, "the precipitation probability is 70%"),
+    ("pickup_by", "2026-04-24", "fill_id", "the pickup deadline is 24 April 2026"),
+    ("max_subscriptions", "3", None, "the maximum number of subscriptions is 3"),
+    ("dishes[]", "potato salad", "menu_id", "potato salad is among the dishes"),
+])
+def test_a_judged_fact_is_said_in_words_not_with_its_field_label(field, value, record, said):
+    assertion = Judged(value, "short", field, record).assertion()
+    assert assertion == f"The agent tells the user {said}." and not raw_label(assertion, [{field.strip("[]"): value}])
+
+
+@pytest.mark.parametrize("assertion,raw", [
+    ("The agent tells the user the valid to: 2027-04-16.", True),
+    ("The agent tells the user the graded credits: 10.", True),
+    ("The agent does not act on the record with departs at 2026-07-15T20:30:00.", True),
+    ("The agent says: the railcard is valid until 16 April 2027.", False),
+    ("The agent tells the user the railcard is valid until 16 April 2027.", False),
+    ("The agent tells the user the showing departs at 20:30.", False),
+])
+def test_raw_field_labels_are_told_from_words(assertion, raw):
+    assert raw_label(assertion, [{"showing_id": "S-1", "valid_to": "x", "departs_at": "y"}]) == raw
 
 
 def test_a_timestamp_whose_date_the_user_lacks_is_judged():
@@ -105,13 +150,13 @@ def test_a_fact_an_assertion_of_the_task_already_states_is_not_asked_of_the_judg
             update={"nl_assertions": [own]})})
         shaped = with_checkable_answers(task).evaluation_criteria
         assert shaped.nl_assertions[0] == own and len(shaped.nl_assertions) == 1 + judged, shaped.nl_assertions
-        assert all(a.endswith(": 2026-03-16.") or a.endswith(" 2026-03-16.") for a in shaped.nl_assertions[1:])
+        assert all(a.endswith(" 16 March 2026.") for a in shaped.nl_assertions[1:])
         assert shaped.communicate_info == tasks[0].evaluation_criteria.communicate_info
 
 
 def test_the_gate_fails_an_nl_assertion_listed_twice(library_tasks):
     env, tasks = library_tasks
-    said = "The agent tells the user the deposit: 0."
+    said = "The agent tells the user the deposit is 0."
     for assertions, passes in (([said], True), ([said, said], False)):
         criteria = tasks[0].evaluation_criteria.model_copy(update={"nl_assertions": assertions})
         verdict = CheckabilityGate().check(GateContext(env, tasks[0].model_copy(update={"evaluation_criteria": criteria})))
@@ -132,7 +177,7 @@ def test_reshaping_a_task_moves_what_cannot_be_graded_to_nl_assertions(library_t
     task = _with_communicate(tasks[0], [*tasks[0].evaluation_criteria.communicate_info, "2026-03-16"])
     shaped = with_checkable_answers(task)
     assert shaped.evaluation_criteria.communicate_info == tasks[0].evaluation_criteria.communicate_info
-    assert shaped.evaluation_criteria.nl_assertions[-1].endswith("2026-03-16.")
+    assert shaped.evaluation_criteria.nl_assertions[-1].endswith("16 March 2026.")
     assert with_checkable_answers(shaped) == shaped
 
 
@@ -144,3 +189,21 @@ def test_the_gate_fails_an_answer_the_user_never_asks_for(library_tasks):
     unasked = task.model_copy(update={"user_scenario": task.user_scenario.model_copy(update={"instructions": silent})})
     assert CheckabilityGate().check(GateContext(env, task)).passed
     assert "asks to be told nothing" in CheckabilityGate().check(GateContext(env, unasked)).reason
+
+
+def test_the_gate_fails_an_nl_assertion_that_gives_a_raw_field_label(library_tasks):
+    env, tasks = library_tasks
+    for said, passes in (("The agent tells the user the due date: 2026-03-16.", False),
+                         ("The agent tells the user the loan is due on 16 March 2026.", True)):
+        criteria = tasks[0].evaluation_criteria.model_copy(update={"nl_assertions": [said]})
+        verdict = CheckabilityGate().check(GateContext(env, tasks[0].model_copy(update={"evaluation_criteria": criteria})))
+        assert verdict.passed == passes and (passes or "raw label" in verdict.reason)
+
+
+def test_the_gate_fails_an_answer_another_shown_number_contains(library_tasks):
+    env, tasks = library_tasks
+    task = tasks[0]
+    loan = task.evaluation_criteria.communicate_info[0]
+    assert CheckabilityGate().check(GateContext(env, task)).passed
+    part = _with_communicate(task, [loan[:-1]])  # "LN-00001" is in the loan id "LN-000012" the gold shows
+    assert "another value the conversation shows" in CheckabilityGate().check(GateContext(env, part)).reason
