@@ -9,6 +9,8 @@ from fractions import Fraction
 
 from toolscale.domains.tasks import GateVerdict, Task
 
+from .soundness import twin_key
+
 NEAR_DUPLICATE = Fraction(9, 10)
 
 
@@ -38,7 +40,8 @@ def _prefix(shingles: set[tuple[str, ...]], rank: dict[tuple[str, ...], int]) ->
 
 class DuplicateGate:
     """Keeps the first of tasks with the same instructions, the same gold calls, or instructions
-    whose word 3-shingles overlap by 90% or more (compared within an intent)."""
+    whose word 3-shingles overlap by 90% or more (compared within an intent), and of a composition
+    A+B and its order-swapped twin B+A for the same user."""
 
     name = "duplicates"
 
@@ -47,6 +50,7 @@ class DuplicateGate:
         dropped: list[tuple[Task, GateVerdict]] = []
         by_text: dict[str, str] = {}
         by_gold: dict[str, str] = {}
+        by_pair: dict[object, str] = {}
         texts = [_words(task) for task in tasks]
         shingles = [_shingles(text) for text in texts]
         frequency = Counter(s for task_shingles in shingles for s in task_shingles)
@@ -61,6 +65,8 @@ class DuplicateGate:
                 reason = f"same instructions as {by_text[text]}"
             elif gold in by_gold:
                 reason = f"same gold actions as {by_gold[gold]}"
+            elif (pair := twin_key(task)) is not None and pair in by_pair:
+                reason = f"the same two requests of the same user as {by_pair[pair]} (A+B and B+A are twins)"
             else:
                 candidates = sorted({k for s in prefix for k in by_intent_prefix[task.meta.intent, s]})
                 for other_id, other in (kept_shingles[k] for k in candidates):
@@ -73,6 +79,8 @@ class DuplicateGate:
                 continue
             kept.append(task)
             by_text[text], by_gold[gold] = task.id, task.id
+            if (pair := twin_key(task)) is not None:
+                by_pair[pair] = task.id
             for s in prefix:
                 by_intent_prefix[task.meta.intent, s].append(len(kept_shingles))
             kept_shingles.append((task.id, task_shingles))

@@ -19,11 +19,13 @@ from .effects import EffectGate, NecessityGate
 from .elsewhere import OtherInterpreter
 from .gates import BatchGate, DeterminismGate, Gate, GateContext, ReplayGate
 from .policy import PolicyGate
+from .soundness import SoundnessGate
 from .text_gates import AmbiguityGate, LeakageGate, RealizabilityGate
 from .wording import WordingGate
 
 PER_TASK_GATES: tuple[type[Gate], ...] = (ReplayGate, DeterminismGate, EffectGate, RealizabilityGate, AmbiguityGate,
-                                          LeakageGate, WordingGate, CheckabilityGate, PolicyGate, NecessityGate)
+                                          LeakageGate, WordingGate, CheckabilityGate, PolicyGate, NecessityGate,
+                                          SoundnessGate)
 BATCH_GATES: tuple[type[BatchGate], ...] = (DuplicateGate,)
 GATE_ORDER: tuple[str, ...] = ("synthesis", *(g.name for g in PER_TASK_GATES), *(g.name for g in BATCH_GATES),
                                *AGENT_GATES)

@@ -185,7 +185,7 @@ def test_only_the_bases_of_rejected_variants_are_replayed_in_the_second_interpre
     was a fifth of the second interpreter's work for nothing."""
     env, tasks = library_tasks
     variants = [t.model_copy(update={"id": f"{t.id}.hard", "meta": t.meta.model_copy(update={
-        "hardened_from": t.id, "hardening": ["distractor"]})}) for t in tasks[:3]]
+        "hardened_from": t.id, "hardening": ["partial"]})}) for t in tasks[:3]]
     leaky = variants[0].model_copy(update={
         "user_scenario": variants[0].user_scenario.model_copy(update={"persona": ""})})
     sent: list[list[str]] = []
@@ -289,7 +289,7 @@ def test_a_value_the_user_must_say_is_not_a_leak_but_a_judged_fact_and_the_task_
         accepted, rejected = run_gates([task], env)
     assert task.evaluation_criteria.communicate_info == [answer_form(f"{account['balance']:.2f}")]
     assert task.meta.judged_answers == ["echo"]
-    assert f"the account type: {account['account_type']}" in task.evaluation_criteria.nl_assertions[-1]
+    assert f"the account type is {account['account_type']}" in task.evaluation_criteria.nl_assertions[-1]
     assert [t.id for t in accepted] == [task.id] and not rejected
 
 

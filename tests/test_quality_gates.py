@@ -18,6 +18,7 @@ from toolscale.quality.effects import EffectGate, NecessityGate
 from toolscale.quality.gates import GateContext
 from toolscale.quality.gating import default_gates, run_gates
 from toolscale.quality.policy import PolicyGate
+from toolscale.quality.soundness import SoundnessGate
 from toolscale.quality.text_gates import AmbiguityGate, LeakageGate, RealizabilityGate
 
 
@@ -213,3 +214,35 @@ def test_effect_fails_communicate_info_that_tau2_could_never_match(library_tasks
     member = tasks[0].meta.expected_outputs[0]["name"]
     with_comma = rebuilt(env, tasks[0], communicate=[f"{member}, ok"])
     assert "has a comma" in verdict(EffectGate(), env, with_comma).reason
+
+
+def test_soundness_fails_unknown_info_that_lists_one_thing_twice(library_tasks):
+    env, tasks = library_tasks
+    task = tasks[0]
+    assert verdict(SoundnessGate(), env, task).passed
+    for unknown in ("You do not know the price or the exact price.",
+                    "You do not know your exact points balance or the points balance on your account."):
+        twice = rebuilt(env, task, text={"unknown_info": unknown})
+        assert "lists one thing twice" in verdict(SoundnessGate(), env, twice).reason
+    once = rebuilt(env, task, text={"unknown_info": "You do not know the price or your member id."})
+    assert verdict(SoundnessGate(), env, once).passed
+
+
+def test_duplicates_keep_one_of_a_composition_and_its_order_swapped_twin(library_tasks):
+    env, tasks = library_tasks
+    first, second = tasks[0], tasks[1]
+
+    def composed(task, intent, words):
+        said = task.user_scenario.instructions.model_copy(update={"task_instructions": words})
+        return task.model_copy(update={"id": intent, "meta": task.meta.model_copy(update={
+            "intent": intent, "hardening": ["composition"]}), "user_scenario": task.user_scenario.model_copy(
+            update={"instructions": said})})
+
+    ab = composed(first, "borrow+renew", "Borrow the book. Then renew your other loan.")
+    ba = composed(first.model_copy(update={"evaluation_criteria": second.evaluation_criteria}), "renew+borrow",
+                  "Renew your other loan. After that, borrow the book.")
+    other = composed(second, "renew+borrow", "Renew the loan of someone else entirely, then borrow.")
+    kept, dropped = DuplicateGate().check_all([ab, ba])
+    assert [t.id for t in kept] == ["borrow+renew"] and "twins" in dropped[0][1].reason
+    if other.evaluation_criteria.actions[0] != ab.evaluation_criteria.actions[0]:  # another user: no twin
+        assert len(DuplicateGate().check_all([ab, other])[0]) == 2

@@ -108,7 +108,8 @@ def gate_problem(gate: str, reason: str) -> Problem:
 
 # the part of a task answer each gate's complaint is about, for the repair message's grouping
 GATE_FIELDS = {"effect": "communicate", "realizability": "actions", "ambiguity": "known_info", "leakage": "communicate",
-               "wording": "task_instructions", "checkable": "communicate", "policy": "actions", "necessity": "actions"}
+               "wording": "task_instructions", "checkable": "communicate", "policy": "actions", "necessity": "actions",
+               "soundness": "unknown_info"}
 
 
 def unbuilt_task(domain: Domain, intent: IntentProposal, task_id: str, lineage: Lineage,
