@@ -13,6 +13,7 @@ from toolscale.domains import Domain, Environment
 from toolscale.domains.answers import with_checkable_answers
 from toolscale.domains.tasks import Rejection, Task
 from toolscale.quality.difficulty import task_difficulty
+from toolscale.quality.soundness import distractor_defect, stale_arguments, twin_key
 
 from .operators import (Draft, Operator, calls_of, change_of_mind, compose, conditional, distractor, indirect_dates,
                         partial, preference)
@@ -34,6 +35,12 @@ def _verify(domain: Domain, env: Environment, draft: Draft, task_id: str) -> tup
                     if not r.ok), None)
     outputs = [r.output for r in results]
     failure = failure or check(outputs)
+    if failure is None:  # every value read after the writes that change it (the gold's state is not stale)
+        failure = next(iter(stale_arguments(env, variant.model_copy(update={"meta": variant.meta.model_copy(
+            update={"expected_outputs": outputs})}))), None)
+    if failure is None and Operator.DISTRACTOR.value in variant.meta.hardening:
+        failure = distractor_defect(env, variant.model_copy(update={"meta": variant.meta.model_copy(
+            update={"expected_outputs": outputs, "final_state_hash": state})}))
     actions = variant.evaluation_criteria.actions
     meta = variant.meta.model_copy(update={
         "expected_outputs": outputs, "final_state_hash": None if failure else state,
@@ -63,11 +70,13 @@ def harden(domain: Domain, env: Environment, tasks: list[Task], seed: int,
     for task in tasks:
         by_user[calls_of(task)[0]].append(task)
     groups = [g for g in by_user.values() if len({t.meta.intent for t in g}) > 1]
+    paired: set[object] = set()  # a user's two intents once: A+B and its twin B+A are one task
     for _ in range(quota[Operator.COMPOSITION] * 3):
         if not groups or len(drafts) >= quota[Operator.COMPOSITION]:
             break
         a, b = rng.sample(rng.choice(groups), 2)
-        if a.meta.intent != b.meta.intent and (draft := compose(a, b, rng)):
+        if a.meta.intent != b.meta.intent and (draft := compose(a, b, rng)) and twin_key(draft[0]) not in paired:
+            paired.add(twin_key(draft[0]))
             drafts.append((Operator.COMPOSITION, draft, None))
     taken: set[str] = set()
     for op, make in ((Operator.CONDITIONAL, conditional), (Operator.CHANGE_OF_MIND, change_of_mind)):

@@ -22,9 +22,12 @@ from enum import StrEnum
 from typing import Any
 
 from toolscale.domains import Domain, Environment, replay
+from toolscale.domains.answers import asks_something
 from toolscale.domains.dates import SAID_FORMS, relative_dates
 from toolscale.domains.matching import appears_in, normalize_text
+from toolscale.domains.sayings import spoken_date
 from toolscale.domains.tasks import Action, Task
+from toolscale.quality.soundness import ends_elsewhere, misfits
 from toolscale.quality.wording import without_restraints
 
 from .phrasing import continuing, merge_sentences, unclosed, unframed
@@ -198,12 +201,42 @@ def _noun(task: Task, record: dict[str, Any]) -> str:
     return "account" if isinstance(first, dict) and first.get(own) == record[own] else own[:-3].replace("_", " ")
 
 
+_COST = re.compile(r"price|fare|fee|cost|charge|deposit|copay")  # what acting on the record costs
+_HELD = re.compile(r"balance|points|credit|wallet|allowance")  # what the user pays from
+_SPENDS = re.compile(r"amount|points|credit|value|sum|total")  # a write's argument that spends from it
+
+
+def _stake(a: Task, domain: Domain, field: str) -> str | None:
+    """Why the user cares about `field` of the record A writes to: "cost" when it is what A costs (the
+    price of the thing bought, a fee), "held" when it is a balance A's write spends from; else None
+    (the points balance says nothing to whether one wants charity mode)."""
+    if _COST.search(field):
+        return "cost"
+    writes = [x for x in a.evaluation_criteria.actions if domain.toolkit.specs[x.name].kind == "write"]
+    if _HELD.search(field) and any(_SPENDS.search(k) and isinstance(v, (int, float)) and not isinstance(v, bool)
+                                   for k, v in writes[-1].arguments.items()):
+        return "held"
+    return None
+
+
+def _asks_about(label: str, *texts: str | None) -> bool:
+    """Does any sentence of `texts` already ask about what `label` names (a question would be asked twice)?"""
+    words = {w.rstrip("s") for w in re.findall(r"[a-z]+", label.lower())}
+    for sentence in re.split(r"(?<=[.!?])\s+", " ".join(filter(None, texts))):
+        said = {w.rstrip("s") for w in re.findall(r"[a-z]+", sentence.lower())}
+        if asks_something(sentence) and words & said:
+            return True
+    return False
+
+
 def conditional(a: Task, b: Task, domain: Domain, env: Environment, rng: random.Random) -> Draft | None:
-    """"If my balance is more than 500, do A; if not, do B instead": two goals of one user, the
-    branch fixed by an amount the user does not know and the agent must look up.
+    """"I'll buy it only if the price is 80 or less; if not, I'd rather do B": two goals of one user,
+    the branch fixed by an amount the user has a reason to care about (what A costs, or the balance A
+    spends from) that the agent must look up.
 
     The gold is A's lookups up to the amount, then the branch the database decides. Sound only
-    where both branches replay and end in different states (an agent on the wrong branch scores 0).
+    where both branches replay and end in different states (an agent on the wrong branch scores 0),
+    and neither request already asks about the amount (the question would be asked twice).
     """
     found = _unknown_amount(a, domain, _told(a, b), rng)
     if found is None:
@@ -211,10 +244,18 @@ def conditional(a: Task, b: Task, domain: Domain, env: Environment, rng: random.
     j, key, field, record = found
     if not any(v == record[key] for x in b.evaluation_criteria.actions for v in x.arguments.values()):
         return None  # B is about another record: "if my order's balance is ..., ask about my gift card" is no choice
+    stake = _stake(a, domain, field)
+    label = _label(field)
+    ia, ib = a.user_scenario.instructions, b.user_scenario.instructions
+    if stake is None or _asks_about(label, ia.reason_for_call, ia.task_instructions, ib.reason_for_call,
+                                    ib.task_instructions):
+        return None
     noun, value = _noun(a, record), record[field]
     go_a = rng.random() < 0.5
-    threshold = _nice(value * rng.uniform(0.5, 0.85), up=False) if go_a else _nice(value * rng.uniform(1.15, 1.8), up=True)
-    if threshold <= 0 or (threshold < value) != go_a:
+    low = stake == "held"  # a balance must be high enough; a cost low enough
+    threshold = _nice(value * rng.uniform(0.5, 0.85), up=False) if go_a == low else \
+        _nice(value * rng.uniform(1.15, 1.8), up=True)
+    if threshold <= 0 or (value > threshold) != (go_a == low):
         return None
     branches = _two_branches(a, b, j, env)
     if branches is None:
@@ -222,18 +263,23 @@ def conditional(a: Task, b: Task, domain: Domain, env: Environment, rng: random.
     branch_b, rest_b = branches
     branch_a, asked = a.evaluation_criteria.actions, a.evaluation_criteria.actions[:j + 1]
     taken = a if go_a else b
-    label = _label(field)
-    ia, ib = a.user_scenario.instructions, b.user_scenario.instructions
+    what = f"the {label} on your {noun}" if stake == "held" else f"the {label} of the {noun}"
+    if stake == "held":
+        condition, reason = f"it is more than {_spell(threshold)}", (
+            f"But only if {what} is more than {_spell(threshold)}: if it is {_spell(threshold)} or less, you would "
+            f"rather keep it and do something else: {continuing(unframed(ib.reason_for_call))}")
+    else:
+        condition, reason = f"it is {_spell(threshold)} or less", (
+            f"But only if {what} is {_spell(threshold)} or less: if it is more, you would rather do something "
+            f"else: {continuing(unframed(ib.reason_for_call))}")
     variant = _variant(
         taken, Operator.CONDITIONAL, actions=branch_a if go_a else branch_b, intent=f"{a.meta.intent}|{b.meta.intent}",
         communicate=[_spell(value), *taken.evaluation_criteria.communicate_info],
-        reason_for_call=f"{unclosed(ia.reason_for_call)} But if the {label} on your {noun} is {_spell(threshold)} or less, you "
-                        f"would rather do something else: {continuing(unframed(ib.reason_for_call))}",
+        reason_for_call=f"{unclosed(ia.reason_for_call)} {reason}",
         known_info=merge_sentences(ia.known_info, ib.known_info),
-        unknown_info=merge_sentences(ia.unknown_info, ib.unknown_info, f"You do not know the {label} on your {noun}."),
-        task_instructions=f"First ask the agent what the {label} on your {noun} is. If it is more than "
-                          f"{_spell(threshold)}: {continuing(_beside(a, b))} If it is not, say \"then I'd "
-                          f"rather not\" and instead {continuing(_beside(b, a))}")
+        unknown_info=merge_sentences(ia.unknown_info, ib.unknown_info, f"You do not know {what}."),
+        task_instructions=f"First ask the agent what {what} is. If {condition}: {continuing(_beside(a, b))} If it is "
+                          f"not, say \"then I'd rather not\" and instead {continuing(_beside(b, a))}")
     check = _no_check if go_a else _same_outputs(rest_b, len(asked))
     return variant, check
 
@@ -299,18 +345,6 @@ def _picked(output: Any, later: list[Action]) -> tuple[dict[str, Any], str] | No
     return picks[0] if len(picks) == 1 else None
 
 
-def _with_id(actions: list[Action], old: Any, new: Any) -> list[tuple[str, dict[str, Any]]]:
-    return [(a.name, {k: new if v == old else v for k, v in a.arguments.items()}) for a in actions]
-
-
-def _changes_state(env: Environment, task: Task, at: int, old: Any, new: Any) -> bool:
-    """Does the gold, run with `new` in place of the record id `old` after action `at`, fail or end elsewhere?"""
-    actions = task.evaluation_criteria.actions
-    with env.fork() as fork:
-        results = replay(fork, task.gold_calls()[:at + 1] + _with_id(actions[at + 1:], old, new))
-        return not all(r.ok for r in results) or fork.state_hash() != task.meta.final_state_hash
-
-
 def _replace_value(text: str | None, old: str, new: str) -> str | None:
     return re.sub(rf"(?<![\w@.-]){re.escape(old)}(?![\w@])", new, text, flags=re.IGNORECASE) if text else text
 
@@ -320,7 +354,8 @@ def distractor(task: Task, env: Environment, rng: random.Random) -> Draft | None
 
     Sound only when the text before the correction fits the wrong record as well as it fitted
     the right one (the right value is replaced by the wrong one, and every other detail the user
-    gives is the same on both), and acting on the wrong record ends in another state.
+    gives, a timestamp's date or time included, is the wrong record's too), and acting on the wrong
+    record runs in the tools and ends in another state (quality/soundness.py checks both by replay).
     """
     i = task.user_scenario.instructions
     fields = ("reason_for_call", "known_info", "task_instructions")
@@ -337,19 +372,25 @@ def distractor(task: Task, env: Environment, rng: random.Random) -> Draft | None
             value = chosen[field]
             if not isinstance(value, str) or len(value) < 3 or field.endswith("_id"):
                 continue
-            siblings = [r for r in output if r is not chosen and isinstance(r.get(field), str)
-                        and not appears_in(r[field], text) and all(r.get(f) == chosen[f] for f in told if f != field)
-                        and _changes_state(env, task, at, chosen[key], r[key])]
+            siblings = []
+            for r in output:
+                if r is chosen or not isinstance(r.get(field), str) or appears_in(r[field], text):
+                    continue
+                said = normalize_text(" ".join(filter(None, [_replace_value(getattr(i, f), value, r[field])
+                                                             for f in fields])))
+                if not misfits(said, chosen, r, {key}) and ends_elsewhere(env, task, at, chosen[key], r[key]):
+                    siblings.append(r)
             if not siblings:
                 continue
             wrong = rng.choice(sorted(siblings, key=lambda r: r[field]))[field]
-            label = field.replace("_", " ")
             text_update = {f: _replace_value(getattr(i, f), value, wrong) for f in fields}
             text_update["task_instructions"] += (f" Once the agent has found it, before you agree to any change, correct "
                                                  f"yourself: you meant {value}, not {wrong}.")
+            noun = key[:-3].replace("_", " ")
             return _variant(task, Operator.DISTRACTOR, **text_update,
                             nl=[*task.evaluation_criteria.nl_assertions,
-                                f"The agent does not act on the record with {label} {wrong}."]), _no_check
+                                f"The agent does not act on the {noun} the user first names ({spoken_date(wrong)}), "
+                                f"only on the one they correct themselves to ({spoken_date(value)})."]), _no_check
         break
     return None
 

@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from datetime import date
 from typing import Any
 
+from toolscale.quality.soundness import content_words
+
 Style = str  # "terse", "neutral" or "chatty": how the user talks, and so how the text is framed
 
 _TEMPERAMENTS = ("polite", "calm", "impatient", "anxious", "cheerful", "blunt", "easy-going", "meticulous",
@@ -277,6 +279,22 @@ def _unknowns(sentence: str) -> list[str] | None:
     return re.split(r", | or ", listed.group(1))
 
 
+_CLAUSE = re.compile(r"(?:, and| and) (?=you |are not )")
+
+
+def _clauses(sentence: str) -> list[str]:
+    """A sentence of clauses the user says of themselves as one sentence each: "You do not know your
+    traveler id, and you no longer remember ..." is two, so that what each does not know is merged with
+    the other texts' lists (and said once)."""
+    parts = _CLAUSE.split(sentence)
+    if len(parts) == 1 or not sentence.startswith("You "):
+        return [sentence]
+    said = [parts[0].rstrip(",") + "."]
+    for part in parts[1:]:
+        said.append("You " + (part[4:] if part.startswith("you ") else part))
+    return [p if p.endswith((".", "!", "?")) else p + "." for p in said[:-1]] + [said[-1]]
+
+
 def _one_list(items: list[str]) -> str:
     return items[0] if len(items) == 1 else f"{', '.join(items[:-1])} or {items[-1]}"
 
@@ -287,19 +305,26 @@ def merge_sentences(*texts: str | None) -> str:
     not know ..." lists are said as one, each thing once."""
     kept: list[tuple[str, frozenset[str]]] = []
     for text in texts:
-        for sentence in re.split(r"(?<=[.!?])\s+", text or ""):
+        for sentence in (part for whole in re.split(r"(?<=[.!?])\s+", text or "") for part in _clauses(whole)):
             words = _sentence_words(sentence)
             if not words or any(words <= other for _, other in kept):
                 continue
             kept = [(s, w) for s, w in kept if not w <= words] + [(sentence, words)]
     said = [s for s, _ in kept]
     lists = [(i, items) for i, s in enumerate(said) if (items := _unknowns(s))]
-    if len(lists) > 1:
-        unknown: dict[str, str] = {}  # "the booking number" and "booking numbers" are one thing
+    if lists:
+        # one thing once: "the booking number" and "booking numbers", "the price" and "the exact price",
+        # "your exact points balance" and "the points balance on your account" (the more specific is kept)
+        unknown: list[tuple[frozenset[str], str]] = []
         for _, items in lists:
             for item in items:
-                unknown.setdefault(re.sub(r"^(?:the|your|a|an) ", "", item.lower()).rstrip("s"), item)
-        said[lists[0][0]] = f"You do not know {_one_list(list(unknown.values()))}."
+                words = content_words(item)
+                if any(words <= other for other, _ in unknown):
+                    continue
+                at = next((n for n, (other, _) in enumerate(unknown) if other <= words), None)
+                unknown = [u for u in unknown if not u[0] <= words]
+                unknown.insert(len(unknown) if at is None else at, (words, item))
+        said[lists[0][0]] = f"You do not know {_one_list([item for _, item in unknown])}."
         merged_away = {j for j, _ in lists[1:]}
         said = [s for i, s in enumerate(said) if i not in merged_away]
     return " ".join(said)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import random
+import re
 from collections import Counter
 from datetime import date, timedelta
 
@@ -12,13 +13,15 @@ import pytest
 from toolscale.domains import Environment, builtin_domain, replay
 from toolscale.domains.dates import describe, relative_dates, resolve
 from toolscale.domains.matching import appears_in, normalize_text
-from toolscale.pipeline.harden import harden
-from toolscale.pipeline.operators import (_told, _unknown_amount, change_of_mind, compose, conditional, distractor,
-                                          indirect_dates, partial, preference)
+from toolscale.pipeline.harden import _verify, harden
+from toolscale.pipeline.operators import (_asks_about, _picked, _stake, _told, _unknown_amount, change_of_mind, compose, conditional,
+                                          distractor, indirect_dates, partial, preference)
 from toolscale.pipeline.phrasing import continuing, merge_sentences
 from toolscale.pipeline.synthesizer import OfflineSynthesizer
 from toolscale.quality.gates import GateContext
 from toolscale.quality.gating import run_gates
+from toolscale.quality.soundness import (SoundnessGate, _distractor_records, distractor_defect, ends_elsewhere,
+                                        misfits, repeated_unknowns, stale_arguments, twin_key)
 from toolscale.quality.wording import WordingGate, restraints
 
 
@@ -132,7 +135,8 @@ def test_conditional_branches_between_two_goals_that_end_in_different_states(ban
         said = variant.user_scenario.instructions.task_instructions
         assert continuing(a.user_scenario.instructions.task_instructions) in said  # both branches are goals
         assert continuing(b.user_scenario.instructions.task_instructions) in said
-        assert "'s " not in said.split(":")[0] and "on your" in said.split(":")[0]  # "the balance on your account"
+        asked = said.split(":")[0]  # "the balance on your account", "the fee of the booking"
+        assert "'s " not in asked and ("on your" in asked or " of the " in asked)
         end, end_a, end_b = _end(env, variant), _end(env, a), _end(env, b)
         assert end_a != end_b and end in (end_a, end_b), (a.id, b.id)  # the wrong branch ends elsewhere
         taken["a" if end == end_a else "b"] += 1
@@ -198,9 +202,9 @@ def test_acting_on_the_distractor_record_changes_the_state(bank):
         ids = {v: wrong_record[f] for f, v in right_record.items() if f.endswith("_id") and v != wrong_record[f]}
         calls = [(n, {k: ids.get(v, v) if isinstance(v, str) else v for k, v in args.items()})
                  for n, args in task.gold_calls()]
-        with env.fork() as fork:
+        with env.fork() as fork:  # the tools accept it (a refusal tests nothing) and it ends elsewhere
             results = replay(fork, calls)
-            assert not all(r.ok for r in results) or fork.state_hash() != task.meta.final_state_hash, task.id
+            assert all(r.ok for r in results) and fork.state_hash() != task.meta.final_state_hash, task.id
 
 
 def test_distractor_refuses_reads_and_wrong_records_the_user_already_names(bank):
@@ -277,8 +281,24 @@ def test_merged_info_says_what_the_user_does_not_know_in_one_list():
                              "You do not know the balance on your account.")
     assert merged == ("Your email is a@b.org. You do not know your member id, booking number or the balance on your "
                       "account. You were born in 1990.")
-    unlisted = "You do not know your traveler id, and you no longer remember the old passport number."
-    assert merge_sentences(unlisted, "You do not know the balance.") == f"{unlisted} You do not know the balance."
+    clauses = "You do not know your traveler id, and you no longer remember the old passport number."
+    assert merge_sentences(clauses, "You do not know the balance.") == (
+        "You do not know your traveler id or the balance. You no longer remember the old passport number.")
+
+
+@pytest.mark.parametrize("texts,said", [
+    (["You do not know the price or the exact price."], "You do not know the price."),
+    (["You do not know your exact points balance.", "You do not know the points balance on your account."],
+     "You do not know your exact points balance."),
+    (["You do not know the savings balance.", "You do not know the balance on your account."],
+     "You do not know the savings balance."),
+    (["You do not know your traveler id or booking reference.", "You do not know your traveler id, and you no longer "
+      "remember the old passport number."],
+     "You do not know your traveler id or booking reference. You no longer remember the old passport number."),
+])
+def test_merged_unknowns_list_each_thing_once_near_duplicates_too(texts, said):
+    merged = merge_sentences(*texts)
+    assert merged == said and not repeated_unknowns(merged)
 
 
 @pytest.mark.parametrize(("text", "said"), [
@@ -372,3 +392,141 @@ def test_change_of_mind_refuses_where_the_policy_does_not_quote_charges(railway)
     a, b = next((x, y) for x, y in _pairs(base)[:1500] if change_of_mind(x, y, domain, env, random.Random(0)))
     silent = dataclasses.replace(domain, policy="- Before any change, get the passenger's explicit confirmation.")
     assert change_of_mind(a, b, silent, env, random.Random(0)) is None
+
+
+# ---- soundness by replay (issue 39, item 3) ----------------------------------------------------
+
+def _replayed(env, variant):
+    """The variant with its gold replayed: its outputs and end state recorded as _verify records them."""
+    with env.fork() as fork:
+        results = replay(fork, variant.gold_calls())
+        assert all(r.ok for r in results)
+        state = fork.state_hash()
+    return variant.model_copy(update={"meta": variant.meta.model_copy(
+        update={"expected_outputs": [r.output for r in results], "final_state_hash": state})})
+
+
+def _stale_composition(bank):
+    """A+B where A's write changes the balance B's literal amount was read from before it."""
+    _, env, base, _, _ = bank
+    for a, b in _pairs(base):
+        if a.meta.kind == "write" and "convert" in b.meta.intent + " ".join(x.name for x in
+                                                                         b.evaluation_criteria.actions):
+            draft = compose(a, b)
+            if draft and stale_arguments(env, _replayed(env, draft[0])):
+                return a, b, draft
+    raise AssertionError("no composition reads a balance before a write changes it")
+
+
+def test_a_composition_that_converts_a_balance_read_before_a_transfer_is_stale(bank):
+    domain, env, _, _, _ = bank
+    a, b, draft = _stale_composition(bank)
+    stale = stale_arguments(env, _replayed(env, draft[0]))
+    assert "read again before action" in stale[0]
+    assert not stale_arguments(env, b) and not stale_arguments(env, a)  # each alone reads what it uses
+    task, rejection = _verify(domain, env, draft, "bank.composition.999")
+    assert task is None and "read again before action" in rejection.reason
+
+
+def test_no_order_twins_are_drafted(bank):
+    _, _, _, hardened, _ = bank
+    keys = [twin_key(t) for t in hardened if twin_key(t) is not None]
+    assert keys and len(keys) == len(set(keys))
+
+
+def test_a_distractor_the_tools_would_refuse_is_not_drafted(bank):
+    """A sibling the tools refuse (a frozen account, a closed one) tests nothing: it is never the wrong record."""
+    _, env, base, _, _ = bank
+    refused = drafted = 0
+    for task in [t for t in base if t.meta.kind == "write"][:150]:
+        actions = task.evaluation_criteria.actions
+        for at, output in enumerate(task.meta.expected_outputs):
+            if (picked := _picked(output, actions[at + 1:])) is None:
+                continue
+            chosen, key = picked
+            stuck = {o[key] for o in output if o is not chosen and not ends_elsewhere(env, task, at, chosen[key], o[key])}
+            refused += len(stuck)
+            if stuck and (made := distractor(task, env, random.Random(1))):
+                _, right, wrong_value = _right_and_wrong(made[0])
+                _, _, _, wrong = _distractor_records(task, right, wrong_value)
+                assert wrong[key] not in stuck, task.id
+                drafted += 1
+            break
+    assert refused and drafted  # the bank has such siblings, and distractors were drafted beside them
+
+
+def _at(task, record):
+    return next(i for i, o in enumerate(task.meta.expected_outputs) if isinstance(o, list) and record in o)
+
+
+def test_every_detail_before_the_correction_fits_the_wrong_record(bank):
+    _, env, base, _, _ = bank
+    made = _distracted(env, base)
+    for task, variant in made:
+        assert distractor_defect(env, _replayed(env, variant)) is None, task.id
+
+
+def test_a_date_inside_a_timestamp_counts_as_a_detail_the_user_gives():
+    right = {"showing_id": "S-1", "title": "Neon Harbor", "starts_at": "2026-07-12T20:30:00"}
+    wrong = {"showing_id": "S-2", "title": "Tiny Giants", "starts_at": "2026-07-15T20:30:00"}
+    said = normalize_text("Your Tiny Giants showing on 2026-07-12 at 20:30.")
+    assert misfits(said, right, wrong, {"showing_id"}) == ["starts_at 2026-07-12"]
+    assert misfits(normalize_text("Your Tiny Giants showing at 20:30."), right, wrong, {"showing_id"}) == []
+
+
+def made_pair(made, variant):
+    return next((a, b) for a, b, v in made if v is variant)
+
+
+def test_a_conditional_switches_on_what_the_user_pays_or_pays_from_and_asks_once(bank):
+    domain, _, _, _, _ = bank
+    made = _conditionals(bank)
+    assert made
+    for a, _, variant in made:
+        said = variant.user_scenario.instructions.task_instructions
+        asked = re.match(r"First ask the agent what (.+?) is\.", said).group(1)
+        label = re.sub(r" (on your|of the) .*", "", asked.removeprefix("the "))
+        assert said.count(asked) == 1 and not _asks_about(label, *(x.user_scenario.instructions.task_instructions
+                                                                   for x in made_pair(made, variant)))
+        field = label.replace(" ", "_")
+        assert _stake(a, domain, field) in ("cost", "held"), asked
+    # an amount A neither costs nor spends from gives no reason to choose
+    assert _stake(made[0][0], domain, "overdraft_limit") is None
+
+
+def test_a_conditional_whose_request_already_asks_the_amount_is_not_drafted(bank):
+    domain, env, _, _, _ = bank
+    a, b, variant = _conditionals(bank)[0]
+    asked = re.match(r"First ask the agent what (.+?) is\.", variant.user_scenario.instructions.task_instructions)
+    label = re.sub(r" (on your|of the) .*", "", asked.group(1).removeprefix("the "))
+    text = a.user_scenario.instructions.model_copy(update={
+        "task_instructions": f"{a.user_scenario.instructions.task_instructions} Ask what the {label} is."})
+    asking = a.model_copy(update={"user_scenario": a.user_scenario.model_copy(update={"instructions": text})})
+    assert all(conditional(asking, b, domain, env, random.Random(seed)) is None for seed in range(20))
+
+
+def test_the_soundness_gate_fails_a_stale_gold_and_passes_the_requests_alone(bank):
+    _, env, _, _, _ = bank
+    a, b, draft = _stale_composition(bank)
+    stale = _replayed(env, draft[0])
+    assert "stale gold" in SoundnessGate().check(GateContext(env, stale)).reason
+    assert SoundnessGate().check(GateContext(env, a)).passed and SoundnessGate().check(GateContext(env, b)).passed
+
+
+def test_the_soundness_gate_fails_a_distractor_whose_words_fit_no_record(bank):
+    _, env, base, _, _ = bank
+    for task, variant in _distracted(env, base):
+        variant = _replayed(env, variant)
+        _, right, wrong_value = _right_and_wrong(variant)
+        _, key, chosen, wrong = _distractor_records(variant, right, wrong_value)
+        detail = next((v for f, v in chosen.items() if f != key and isinstance(v, str) and len(v) >= 4
+                       and v != wrong.get(f) and v not in wrong.values()), None)
+        if detail is None:
+            continue
+        assert SoundnessGate().check(GateContext(env, variant)).passed
+        said = variant.user_scenario.instructions
+        mixed = variant.model_copy(update={"user_scenario": variant.user_scenario.model_copy(update={
+            "instructions": said.model_copy(update={"known_info": f"{said.known_info} It is the one with {detail}."})})})
+        assert "do not fit" in SoundnessGate().check(GateContext(env, mixed)).reason
+        return
+    raise AssertionError("no distractor with a detail the wrong record lacks")
