@@ -49,14 +49,18 @@ class Operator(StrEnum):
 
 MEANINGS = {
     Operator.COMPOSITION: "the user wants a second, related thing done in the same conversation (the gold then has "
-                          "more actions than the original's)",
-    Operator.CONDITIONAL: "the request depends on something the agent must check first (\"only if the balance covers it\")",
+                          "more actions than the original's; a value used after a write that changes it is read again "
+                          "after that write)",
+    Operator.CONDITIONAL: "the request depends on something the agent must check first that the user has a reason to "
+                          "care about, what the request costs or the balance it spends from (\"only if the price is 80 "
+                          "or less\"), asked once",
     Operator.CHANGE_OF_MIND: "the user changes their mind once the agent states what the first request costs",
     Operator.INDIRECT: "the user names a record indirectly (\"my most recent order\", \"the card I use abroad\"), "
                        f"or a date relative to today in one of the forms the checker reads back: {SAID_FORMS} (any "
                        "weekday; up to 99 days)",
     Operator.DISTRACTOR: "the user says something the agent must not act on (a wrong record named first and then "
-                         "corrected, an irrelevant or misleading detail)",
+                         "corrected: one the tools would accept, acting on it ending in another state, and every detail "
+                         "said before the correction true of it; an irrelevant or misleading detail)",
     Operator.PREFERENCE: "the user states a preference (\"the cheapest\", \"the earliest\") instead of naming the record",
     Operator.PARTIAL: "the user keeps back a detail the gold needs until the agent asks for it",
 }
