@@ -66,8 +66,9 @@ def _domain_list(value: str | None) -> list[str]:
     return names
 
 
-def _check_out(out: Path) -> None:
-    """Exit 2 unless `out` is a folder this process can write in (made here when missing)."""
+def _check_out(out: Path, domains: Iterable[str] = ()) -> None:
+    """Exit 2 unless `out` is a folder this process can write in (made here when missing) whose insides
+    it can trust: no symlink, FIFO or device where toolscale reads, writes or deletes (pipeline/outdir.py)."""
     if out.exists() and not out.is_dir():
         _fail_usage(f"--out {out} is a file, not a folder")
     try:
@@ -75,6 +76,16 @@ def _check_out(out: Path) -> None:
         tempfile.NamedTemporaryFile(dir=out).close()
     except OSError as exc:
         _fail_usage(f"--out {out} cannot be written: {exc.strerror or exc}")
+    _check_insides(out, domains)
+
+
+def _check_insides(out: Path, domains: Iterable[str] = ()) -> None:
+    from toolscale.pipeline.outdir import OutputFolderError, check_output_folder
+
+    try:
+        check_output_folder(out, domains)
+    except (OutputFolderError, OSError) as exc:
+        _fail_usage(f"--out {out}: {exc}")
 
 
 def _check_scale(scale: float, offline: Iterable[str] = (), folders: dict[str, str] | None = None) -> None:
@@ -167,7 +178,7 @@ def generate(
     names += [name for name in folders if name not in names]
     _check_runner(runner)
     _check_scale(scale, names if backend == "offline" else [], folders)
-    _check_out(out)
+    _check_out(out, names)
     configure_prefect()
     with keeping_workers():  # those the stages did not take publish the run (pipeline/workers.py)
         if computes_in_lanes(backend, reference, runner):
@@ -279,7 +290,7 @@ def _publish(out: Path, refresh: bool = False) -> None:
         if summary is None:
             summary = _run_flow(publish, out)
     except PublishError as exc:
-        console.print(f"[red]publish failed:[/red] {str(exc).splitlines()[0]}")
+        console.print(f"[red]publish failed:[/red] {escape(str(exc).splitlines()[0])}", soft_wrap=True)
         raise typer.Exit(1)
     tasks = summary["tasks"]
     what = ("are current: nothing they are made from changed" if summary.get("reused")
@@ -307,6 +318,7 @@ def regenerate_domain(
         _domain_list(name)
     if not (out / "report.json").is_file():
         _fail_usage(f"{out}/report.json not found: run `toolscale generate --out {out}` first")
+    _check_insides(out, [name])
     configure_prefect()
     from pydantic import ValidationError
 
@@ -350,7 +362,7 @@ def new_domain(
         _fail_usage("new-domain designs with an LLM: give --llm-base-url URL and --model NAME")
     _, llm = _backend("llm", llm_base_url, model, llm_config)
     _check_scale(scale)
-    _check_out(out)
+    _check_out(out, [name] if name else [])
     configure_prefect()
     from .new_domain import BriefError, new_domain_config
 
@@ -375,10 +387,18 @@ def push(
     folder = out / "hf"
     if not (folder / "README.md").is_file():
         _fail_usage(f"{folder}/README.md not found: run `toolscale generate --out {out}` first")
+    _check_insides(out)
     configure_prefect()
     from .publish import hub_endpoint, hub_token, push as push_flow, upload_plan
 
+    from toolscale.pipeline.secret_scan import SecretFound, check_no_secrets
+
     plan = upload_plan(out)
+    try:  # a dry run too: it says what a push would do
+        check_no_secrets([path for _, path, _ in plan])
+    except SecretFound as exc:
+        console.print(f"[red]push refused:[/red] {escape(str(exc))}", soft_wrap=True)
+        raise typer.Exit(1)
     target = f"{hub_endpoint()}/datasets/{repo} ({'private' if private else 'public'})"
     if dry_run:
         for name, _, size in plan:

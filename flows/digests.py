@@ -21,6 +21,7 @@ from typing import Any
 
 from toolscale.domains.domain import BUILTIN_DIR, BUILTIN_DOMAINS, read_domain_files
 from toolscale.domains.sandbox import parse_python
+from toolscale.pipeline.outdir import open_regular
 
 PACKAGE = "toolscale"
 PROMPTS_DIR = Path(__file__).resolve().parent.parent / "prompts"
@@ -92,8 +93,9 @@ def _file_digest(path: Path) -> str:
 
 
 def file_digest(path: Path) -> str:
-    """A file's SHA-256, read in chunks and not cached: for outputs, which change under a running process."""
-    with open(path, "rb") as fh:
+    """A file's SHA-256, read in chunks and not cached: for outputs, which change under a running process.
+    Only a regular file is read (NotRegularFile, an OSError, otherwise: a FIFO in OUT must not hang a run)."""
+    with open_regular(path) as fh:
         return hashlib.file_digest(fh, "sha256").hexdigest()
 
 

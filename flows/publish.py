@@ -23,10 +23,12 @@ from prefect.cache_policies import NO_CACHE
 
 from toolscale.domains.splits import TEST_FRACTION
 from toolscale.pipeline.card import with_repo_id
+from toolscale.pipeline.outdir import check_output_folder
 from toolscale.pipeline.export import atomic_write
 from toolscale.pipeline.publication import (build_publication, exporter_modules, exporter_names, exporters,
                                            useful_workers)
 from toolscale.pipeline.rows import Run, read_run, stable_report
+from toolscale.pipeline.secret_scan import check_no_secrets
 from toolscale.pipeline.workers import cores
 
 from .digests import code_digest, files_digest, json_digest
@@ -128,6 +130,7 @@ def upload_plan(out: Path) -> list[tuple[str, Path, int]]:
     """(path in the repo, local file, size in bytes) of every file `push` sends, sorted: each
     exporter's folder where it says (the dataset folder OUT/hf at the repo's root, the τ²-bench
     packages OUT/tau2 under tau2/), hidden files and caches left out."""
+    check_output_folder(out)  # a symlink in OUT/hf would upload what it points at
     plan = []
     for name, exporter in exporters().items():
         folder, prefix = out / name, exporter.repo_folder and exporter.repo_folder + "/"
@@ -143,6 +146,7 @@ def upload_stage(out: Path, repo_id: str, private: bool) -> dict[str, str]:
     """Create the repo if needed and commit the plan in one commit, the card naming `repo_id`."""
     from huggingface_hub import CommitOperationAdd, HfApi
 
+    check_no_secrets([path for _, path, _ in upload_plan(Path(out))])  # the CLI checked; a caller may not have
     api = HfApi(endpoint=hub_endpoint(), token=hub_token())
     repo_url = api.create_repo(repo_id, repo_type="dataset", private=private, exist_ok=True)
     operations = [CommitOperationAdd(path_in_repo=name, path_or_fileobj=with_repo_id(

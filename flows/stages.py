@@ -26,6 +26,7 @@ from toolscale.domains import Domain, Environment
 from toolscale.domains.domain import load_domain_text
 from toolscale.domains.tasks import Rejection, Task
 from toolscale.pipeline.export import write_domain_files, write_jsonl
+from toolscale.pipeline.outdir import PUBLIC_FILES, real_folder, remove
 from toolscale.pipeline.populate import Rows
 from toolscale.quality.agent_gates import apply_reference
 from toolscale.quality.difficulty import user_writes
@@ -37,7 +38,6 @@ from . import progress
 from .digests import code_digest, file_digest, source_digest, stage_key
 from .store import StageStore, concatenate, read_json, read_jsonl, write_json
 
-PUBLIC_FILES = ("domain.yaml", "tools.py", "policy.md", "db.sqlite", "tools.json", "rejected.jsonl", "tasks.jsonl")
 
 
 def scaled(domain: Domain, scale: float) -> Domain:
@@ -157,9 +157,9 @@ def _solve(call: StageCall) -> None:
 def _export(call: StageCall) -> None:
     """The public files of OUT/<domain>/, then the funnel and the files' digests in the artifact."""
     w = call.work
-    target = w.out / w.name
-    for leftover in target.glob(".*tmp*"):  # from a run killed while writing
-        leftover.unlink(missing_ok=True)
+    target = real_folder(w.out / w.name, w.out)  # never write the public files through a planted symlink
+    for leftover in target.glob(".*tmp*"):  # from a run killed while writing (a link is unlinked, not followed)
+        remove(leftover)
     domain, env = w.domain(), w.env()
     rejections = [p / "rejected.jsonl" for p in call.earlier if (p / "rejected.jsonl").exists()]
     # read everything before writing anything: a bad record fails the export with the old files in place

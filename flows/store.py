@@ -16,6 +16,7 @@ public exports, so an artifact can be read back without the code that wrote it.
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import shutil
@@ -27,6 +28,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel
 
 from toolscale.pipeline.export import atomic_file
+from toolscale.pipeline.outdir import NotRegularFile, is_regular, open_regular, real_folder, remove
 
 from .digests import file_digest, json_digest
 
@@ -41,16 +43,17 @@ class StageStore:
     """The artifacts of one domain's stages under `OUT/.toolscale/stages/<domain>/`."""
 
     def __init__(self, out: Path, domain: str) -> None:
-        self.root = Path(out) / STORE_DIR / domain
+        self.out = Path(out)
+        self.root = self.out / STORE_DIR / domain
 
     def path(self, stage: str, key: str) -> Path:
         return self.root / f"{stage}-{key}"
 
     def has(self, stage: str, key: str) -> bool:
-        return (self.path(stage, key) / META).is_file()
+        return is_regular(self.path(stage, key) / META)
 
     def meta(self, stage: str, key: str) -> dict[str, Any]:
-        return json.loads((self.path(stage, key) / META).read_text(encoding="utf-8"))
+        return read_json(self.path(stage, key) / META)
 
     def damage(self, stage: str, key: str) -> str | None:
         """Why the artifact under `key` is not the one its stage wrote (e.g. "rows.json changed"),
@@ -69,8 +72,13 @@ class StageStore:
                 return f"{name} added"
             if name not in found:
                 return f"{name} missing"
-            if file_digest(found[name]) != recorded[name]:
-                return f"{name} changed"
+            try:
+                if file_digest(found[name]) != recorded[name]:
+                    return f"{name} changed"
+            except NotRegularFile:
+                return f"{name} is not a regular file"
+            except OSError:
+                return f"{name} unreadable"
         return None
 
     @contextmanager
@@ -78,54 +86,57 @@ class StageStore:
         """A fresh folder to write the artifact in; published under its key only if the block returns."""
         final = self.path(stage, key)
         tmp = self.root / f".{final.name}.{os.getpid()}.tmp"
-        shutil.rmtree(tmp, ignore_errors=True)
+        real_folder(self.root, self.out)  # never write the artifact through a planted symlink
+        remove(tmp)
         tmp.mkdir(parents=True)
         try:
             yield tmp
             _seal(tmp)
         except BaseException:
-            shutil.rmtree(tmp, ignore_errors=True)
+            remove(tmp)
             raise
-        if final.exists():  # --refresh: the new artifact replaces the old one
+        if os.path.lexists(final):  # --refresh: the new artifact replaces the old one (or a planted link)
             stale = final.with_name(f".{final.name}.{os.getpid()}.old")
             os.replace(final, stale)
-            shutil.rmtree(stale, ignore_errors=True)
+            remove(stale)
         os.replace(tmp, final)
 
     def clean(self, keep: dict[str, str]) -> None:
         """Remove temporary folders left by killed runs, artifacts whose key is not in `keep`, and
-        the spending of an earlier failed try."""
+        the spending of an earlier failed try. Nothing is deleted through a symlink: the store's folder
+        must be a real one inside OUT (OutputFolderError otherwise), and a link inside it is unlinked."""
+        real_folder(self.root, self.out)
         if not self.root.is_dir():
             return
         current = {f"{stage}-{key}" for stage, key in keep.items()}
         for entry in self.root.iterdir():
-            if entry.is_file():
-                entry.unlink()
-            elif entry.name.startswith(".") or entry.name not in current:
-                shutil.rmtree(entry, ignore_errors=True)
+            if entry.name not in current or entry.is_symlink() or not entry.is_dir():
+                remove(entry)
 
     def record_failed_usage(self, usage: dict[str, Any]) -> None:
         """What a failed stage spent on the LLM: it has no artifact to keep it, and the report must
         still count it."""
-        self.root.mkdir(parents=True, exist_ok=True)
+        real_folder(self.root, self.out).mkdir(parents=True, exist_ok=True)
         write_json(self.root / FAILED_USAGE, usage)
 
     def failed_usage(self) -> dict[str, Any] | None:
         path = self.root / FAILED_USAGE
-        return read_json(path) if path.is_file() else None
+        return read_json(path) if is_regular(path) else None
 
 
 def _seal(folder: Path) -> None:
     """Record in meta.json the digest of every other file in `folder`, and of the rest of meta.json."""
-    meta = read_json(folder / META) if (folder / META).is_file() else {}
+    meta = read_json(folder / META) if is_regular(folder / META) else {}
     meta[FILES] = {name: file_digest(path) for name, path in _files(folder).items()}
     meta[FILES][META] = json_digest(meta)
     write_json(folder / META, meta)
 
 
 def _files(folder: Path) -> dict[str, Path]:
-    """An artifact's files but meta.json, by their path inside it."""
-    found = {p.relative_to(folder).as_posix(): p for p in sorted(folder.rglob("*")) if p.is_file()}
+    """An artifact's files but meta.json, by their path inside it: everything but its real folders, so a
+    symlink or a FIFO planted in it is found (and `damage` calls it not a regular file)."""
+    found = {p.relative_to(folder).as_posix(): p for p in sorted(folder.rglob("*"))
+             if p.is_symlink() or not p.is_dir()}
     found.pop(META, None)
     return found
 
@@ -136,12 +147,14 @@ def write_json(path: Path, data: Any, indent: int | None = None) -> None:
 
 
 def read_json(path: Path) -> Any:
-    return json.loads(path.read_text(encoding="utf-8"))
+    """JSON from a regular file (NotRegularFile, an OSError, for a symlink or a FIFO: never waited on)."""
+    with open_regular(path) as fh:
+        return json.loads(fh.read().decode("utf-8"))
 
 
 def read_jsonl(path: Path, model: type[Model]) -> Iterator[Model]:
     """Stream validated records from a JSON Lines file."""
-    with open(path, encoding="utf-8") as fh:
+    with open_regular(path) as raw, io.TextIOWrapper(raw, encoding="utf-8") as fh:
         for line in fh:
             if line.strip():
                 yield model.model_validate_json(line)
@@ -151,5 +164,5 @@ def concatenate(path: Path, parts: Iterable[Path], chunk: int = 1 << 20) -> None
     """Write the parts one after another into `path`, atomically, without loading them whole."""
     with atomic_file(path) as out:
         for part in parts:
-            with open(part, "rb") as src:
+            with open_regular(part) as src:
                 shutil.copyfileobj(src, out, chunk)

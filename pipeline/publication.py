@@ -11,8 +11,8 @@ place and swapped in at the end: an interrupted publish leaves the previous one 
 from __future__ import annotations
 
 import importlib
+import os
 import pkgutil
-import shutil
 from abc import ABC, abstractmethod
 from collections import deque
 from collections.abc import Callable, Iterator
@@ -26,7 +26,9 @@ from typing import Any
 from toolscale.domains.splits import TEST_FRACTION
 
 from . import exporters as _package
+from .outdir import remove
 from .rows import BuiltDomain, PublishError, Run
+from .secret_scan import SecretFound, check_no_secrets, public_files
 from .workers import give_back, process_pool, take_worker
 
 Part = Callable[[BuiltDomain, dict[str, str]], Any]  # (a domain, {task id: split}) -> the exporter's part of it
@@ -147,14 +149,29 @@ def domain_parts(run: Run, parts: list[Part], test_fraction: float = TEST_FRACTI
 
 def _swap_in(tmp: Path, final: Path) -> None:
     """Replace `final` by the finished `tmp` folder."""
-    if final.exists():
+    if os.path.lexists(final):  # a symlink there is renamed and unlinked, never followed
         old = final.with_name(f".{final.name}.old")
-        shutil.rmtree(old, ignore_errors=True)
+        remove(old)
         final.rename(old)
         tmp.rename(final)
-        shutil.rmtree(old, ignore_errors=True)
+        remove(old)
     else:
         tmp.rename(final)
+
+
+def _check_no_secrets(run: Run, folders: dict[str, Path]) -> None:
+    """PublishError naming the first public file (a domain's, or one of the folders about to be swapped in)
+    that holds a secret of this machine; the folders are removed, the previous publication stays."""
+    shown: dict[Path, Path] = {}
+    for name, tmp in folders.items():
+        shown |= {path: run.out / name / path.relative_to(tmp) for path in public_files(tmp)}
+    domain_files = [path for name in run.names for path in public_files(run.out / name)]
+    try:
+        check_no_secrets([*domain_files, *shown], shown)
+    except SecretFound as exc:
+        for tmp in folders.values():
+            remove(tmp)
+        raise PublishError(str(exc)) from None
 
 
 def build_publication(run: Run, test_fraction: float = TEST_FRACTION,
@@ -167,7 +184,7 @@ def build_publication(run: Run, test_fraction: float = TEST_FRACTION,
     chosen = exporters()
     folders = {name: run.out / f".{name}.tmp" for name in chosen}
     for tmp in folders.values():
-        shutil.rmtree(tmp, ignore_errors=True)
+        remove(tmp)  # a symlink planted there is unlinked: the exporters must not write through it
     with ExitStack() as stack:
         collectors = []
         for name, exporter in chosen.items():
@@ -177,6 +194,7 @@ def build_publication(run: Run, test_fraction: float = TEST_FRACTION,
             for collector, part in zip(collectors, parts):
                 collector.add(part)
         results = [collector.finish() for collector in collectors]
+    _check_no_secrets(run, folders)
     for name, tmp in folders.items():
         _swap_in(tmp, run.out / name)
     report: dict[str, Any] = {}
