@@ -743,3 +743,15 @@ def update_loyalty_preferences(shopper_id: str,
     return {"shopper_id": shopper_id, "reward_mode": updated["reward_mode"],
             "reward_mode_changed_on": updated["reward_mode_changed_on"],
             "marketing_emails": updated["marketing_emails"]}
+
+
+@tool("write")
+def transfer_to_human_agents(reason: Literal["high_value_claim", "other"], summary: str | None = None) -> dict:
+    """Hand the shopper over to a human agent, when the policy says a request is theirs to handle.
+
+    Args:
+        reason: Why the shopper is handed over, e.g. "high_value_claim".
+        summary: A short note of the request for the human agent, e.g. "lost parcel worth 120.00 EUR".
+    """
+    handoff = db.insert("handoffs", {"reason": reason, "requested_at": clock.now()})
+    return {"handoff_id": handoff["handoff_id"], "status": "transferred", "reason": reason}
