@@ -675,3 +675,15 @@ def book_assistance(passenger_id: str, ticket_id: str,
     booking["train_number"] = service["train_number"]
     booking["departs_at"] = service["departs_at"]
     return booking
+
+
+@tool("write")
+def transfer_to_human_agents(reason: Literal["long_delay_claim", "other"], summary: str | None = None) -> dict:
+    """Hand the passenger over to a human agent, when the policy says a request is theirs to handle.
+
+    Args:
+        reason: Why the passenger is handed over, e.g. "long_delay_claim".
+        summary: A short note of the request for the human agent, e.g. "Delay Repay for a train 75 minutes late".
+    """
+    handoff = db.insert("handoffs", {"reason": reason, "requested_at": clock.now()})
+    return {"handoff_id": handoff["handoff_id"], "status": "transferred", "reason": reason}

@@ -738,3 +738,15 @@ def update_passport(traveler_id: str, passport_number: str, passport_expiry: str
     if passport_expiry > add_months(clock.today(), 12 * PASSPORT_MAX_YEARS + 1):
         raise ToolError(f"passports are valid for at most {PASSPORT_MAX_YEARS} years; check the expiry date")
     return db.update("travelers", traveler_id, {"passport_number": number, "passport_expiry": passport_expiry})
+
+
+@tool("write")
+def transfer_to_human_agents(reason: Literal["group_booking", "other"], summary: str | None = None) -> dict:
+    """Hand the traveler over to a human agent, when the policy says a request is theirs to handle.
+
+    Args:
+        reason: Why the traveler is handed over, e.g. "group_booking".
+        summary: A short note of the request for the human agent, e.g. "wants to book 5 seats on DEP-000031".
+    """
+    handoff = db.insert("handoffs", {"reason": reason, "requested_at": clock.now()})
+    return {"handoff_id": handoff["handoff_id"], "status": "transferred", "reason": reason}
