@@ -6,7 +6,8 @@ under its final name is always complete: a run killed at any moment leaves at wo
 folder (removed by the next run), and a stage that raised leaves nothing (failures are never
 cached). `meta.json` in each artifact records the stage, its key and the seconds it took, and the
 store adds the digest of every file in the artifact (and of meta.json's own fields) when it is
-published: an artifact is trusted only while every file is the one recorded (`damage`), so a file
+published, keyed with a secret of the user kept outside OUT (flows/sealing.py, so a re-sealed artifact
+fails too): an artifact is trusted only while every file is the one recorded (`damage`), so a file
 changed, cut short or added by hand, or an unreadable meta.json, recomputes the stage instead of
 flowing silently into the outputs.
 
@@ -16,6 +17,7 @@ public exports, so an artifact can be read back without the code that wrote it.
 
 from __future__ import annotations
 
+import hmac
 import io
 import json
 import os
@@ -30,7 +32,8 @@ from pydantic import BaseModel
 from toolscale.pipeline.export import atomic_file
 from toolscale.pipeline.outdir import NotRegularFile, is_regular, open_regular, real_folder, remove
 
-from .digests import file_digest, json_digest
+from .digests import json_digest
+from .sealing import keyed_file_digest, keyed_json_digest
 
 STORE_DIR = Path(".toolscale") / "stages"
 META = "meta.json"
@@ -64,7 +67,12 @@ class StageStore:
         except (OSError, ValueError):
             return f"{META} unreadable"
         recorded = meta.get(FILES) if isinstance(meta, dict) else None
-        if not isinstance(recorded, dict) or recorded.pop(META, None) != json_digest(meta):
+        if not isinstance(recorded, dict):
+            return f"{META} changed"
+        sealed = str(recorded.pop(META, ""))
+        if not hmac.compare_digest(sealed, keyed_json_digest(meta)):
+            if sealed == json_digest(meta):  # the public digest an unkeyed seal records: a forger's, or 7043c43's
+                return f"{META} sealed without this user's key: re-sealed by hand, or by another user or version"
             return f"{META} changed"
         found = _files(folder)
         for name in sorted(found.keys() | recorded.keys()):
@@ -73,7 +81,7 @@ class StageStore:
             if name not in found:
                 return f"{name} missing"
             try:
-                if file_digest(found[name]) != recorded[name]:
+                if not hmac.compare_digest(str(recorded[name]), keyed_file_digest(found[name])):
                     return f"{name} changed"
             except NotRegularFile:
                 return f"{name} is not a regular file"
@@ -127,8 +135,8 @@ class StageStore:
 def _seal(folder: Path) -> None:
     """Record in meta.json the digest of every other file in `folder`, and of the rest of meta.json."""
     meta = read_json(folder / META) if is_regular(folder / META) else {}
-    meta[FILES] = {name: file_digest(path) for name, path in _files(folder).items()}
-    meta[FILES][META] = json_digest(meta)
+    meta[FILES] = {name: keyed_file_digest(path) for name, path in _files(folder).items()}
+    meta[FILES][META] = keyed_json_digest(meta)
     write_json(folder / META, meta)
 
 
