@@ -84,4 +84,4 @@ def test_meta_difficulty_is_the_measured_one_and_the_report_adds_domains_up(bank
     section = text[text.index("## Reasoning"):]
     bank_row = next(line for line in section.splitlines() if line.startswith("| bank | "))
     assert bank_row.endswith(f"| {len(funnel['reasoning']['rules_tested'])} |")
-    assert set(funnel["reasoning"]["rules_tested"]) == {"large_disputes", "no_overdraft_transfers", "savings_withdrawal_cap"}
+    assert set(funnel["reasoning"]["rules_tested"]) == {r.id for r in domain.spec.rules if r.agent is not None}

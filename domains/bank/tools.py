@@ -539,7 +539,7 @@ def update_contact_details(customer_id: str, email: str | None = None, phone: st
 
 
 @tool("write")
-def transfer_to_human_agents(reason: Literal["large_dispute", "branch_withdrawal", "other"],
+def transfer_to_human_agents(reason: Literal["large_dispute", "early_repayment", "branch_withdrawal", "other"],
                              summary: str | None = None) -> dict:
     """Hand the customer over to a human agent, when the policy says a request is theirs to handle.
 
