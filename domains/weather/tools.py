@@ -743,3 +743,15 @@ def acknowledge_alert(subscriber_id: str, alert_id: str) -> dict:
     view = alert_view(alert)
     view["acknowledgement_id"] = row["acknowledgement_id"]
     return view
+
+
+@tool("write")
+def transfer_to_human_agents(reason: Literal["severe_weather_report", "other"], summary: str | None = None) -> dict:
+    """Hand the caller over to a human agent (the duty forecaster), when the policy says a request is theirs.
+
+    Args:
+        reason: Why the caller is handed over, e.g. "severe_weather_report".
+        summary: A short note of the request for the human agent, e.g. "hail with 18 mm in Berlin now".
+    """
+    handoff = db.insert("handoffs", {"reason": reason, "requested_at": clock.now()})
+    return {"handoff_id": handoff["handoff_id"], "status": "transferred", "reason": reason}
