@@ -299,8 +299,8 @@ def change_of_mind(a: Task, b: Task, domain: Domain, env: Environment, rng: rand
     (so the agent reports it before acting), the amount is on the record A and B are both about,
     and A's and B's end states differ (checked by replay). The gold is B's branch.
     """
-    if not _STATES_COSTS.search(domain.policy):
-        return None
+    if not _STATES_COSTS.search(domain.policy) or calls_of(a)[-1] in calls_of(b):
+        return None  # B doing A's write too ("change the ticket, then reserve a seat") is no change of mind
     found = _unknown_amount(a, domain, _told(a, b), rng)
     charged = a.meta.expected_outputs[-1] if isinstance(a.meta.expected_outputs[-1], dict) else {}
     if found is None or not _QUOTED.search(found[2]) or charged.get(found[2]) != found[3][found[2]]:

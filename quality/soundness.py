@@ -19,6 +19,8 @@ from toolscale.domains import Environment, Task, replay
 from toolscale.domains.matching import appears_in, normalize_text, same_value
 from toolscale.domains.tasks import GateVerdict
 
+from .gates import GateContext, failed, passed
+
 CORRECTION = re.compile(r" ?Once the agent has found it, before you agree to any change, correct yourself: "
                         r"you meant (?P<right>.+?), not (?P<wrong>.+)\.$")
 
@@ -142,6 +144,13 @@ def stale_arguments(env: Environment, task: Task) -> list[str]:
     if len(outputs) != len(calls) or "write" not in kinds:
         return []
     told = normalize_text(task.user_scenario.text())
+    candidates = [(k, argument, value, j) for k, (_, arguments) in enumerate(calls)
+                  for argument, value in arguments.items()
+                  if not isinstance(value, (bool, dict, list)) and value is not None and not appears_in(value, told)
+                  for j in range(k) if kinds[j] == "read" and "write" in kinds[j + 1:k]
+                  and next(_holders(outputs[j], value), None) is not None]
+    if not candidates:
+        return []  # no argument was read before a write (most golds): nothing to replay
     stale: list[str] = []
     hashes: list[str] = []
     with env.fork() as fork:
@@ -150,24 +159,19 @@ def stale_arguments(env: Environment, task: Task) -> list[str]:
             if not fork.call(name, arguments).ok:
                 return []
             hashes.append(fork.state_hash())
-    for k, (name, arguments) in enumerate(calls):
-        for argument, value in arguments.items():
-            if isinstance(value, (bool, dict, list)) or value is None or appears_in(value, told):
-                continue  # a value the user gives is theirs to give, not one read from a record
-            for j in range(k):
-                if kinds[j] != "read" or hashes[j + 1] == hashes[k]:
-                    continue  # read after the last write before k: still what the record holds
-                for key, ident, field in _holders(outputs[j], value):
-                    with env.fork() as fork:
-                        replay(fork, calls[:k])
-                        again = fork.call(*calls[j])
-                    there, now = _field_of(again.output, key, ident, field) if again.ok else (False, None)
-                    if there and not same_value(now, value):
-                        stale.append(f"action {k} ({name}) {argument}={value!r} is {key} {ident}'s {field} as action "
-                                     f"{j} read it; read again before action {k} it is {now!r}")
-                        break
-                else:
-                    continue
+    done: set[tuple[int, str]] = set()
+    for k, argument, value, j in candidates:  # the user's own values aside: theirs to give, not read from a record
+        if (k, argument) in done or hashes[j + 1] == hashes[k]:
+            continue  # already found stale, or read after the last write before k: still what the record holds
+        for key, ident, field in _holders(outputs[j], value):
+            with env.fork() as fork:
+                replay(fork, calls[:k])
+                again = fork.call(*calls[j])
+            there, now = _field_of(again.output, key, ident, field) if again.ok else (False, None)
+            if there and not same_value(now, value):
+                stale.append(f"action {k} ({calls[k][0]}) {argument}={value!r} is {key} {ident}'s {field} as action "
+                             f"{j} read it; read again before action {k} it is {now!r}")
+                done.add((k, argument))
                 break
     return stale
 
@@ -219,13 +223,12 @@ class SoundnessGate:
 
     name = "soundness"
 
-    def check(self, ctx) -> GateVerdict:  # ctx: quality.gates.GateContext (imported there, not here)
+    def check(self, ctx: GateContext) -> GateVerdict:
         task = ctx.task
         if pairs := repeated_unknowns(task.user_scenario.instructions.unknown_info):
-            return GateVerdict(passed=False, reason=f"unknown_info lists one thing twice: {pairs[0][0]!r} and "
-                                                    f"{pairs[0][1]!r}")
+            return failed(f"unknown_info lists one thing twice: {pairs[0][0]!r} and {pairs[0][1]!r}")
         if "distractor" in task.meta.hardening and (why := distractor_defect(ctx.env, task)):
-            return GateVerdict(passed=False, reason=f"distractor: {why}")
+            return failed(f"distractor: {why}")
         if stale := stale_arguments(ctx.env, task):
-            return GateVerdict(passed=False, reason=f"stale gold: {stale[0]}")
-        return GateVerdict(passed=True)
+            return failed(f"stale gold: {stale[0]}")
+        return passed()
