@@ -646,3 +646,16 @@ def request_renewal(patient_id: str, prescription_id: str) -> dict:
     return {"renewal_id": renewal["renewal_id"], "prescription_id": prescription_id, "status": "sent",
             "medication": medication_label(med), "prescriber": f"{doc['first_name']} {doc['last_name']}, {doc['credential']}",
             "clinic": doc["clinic"], "clinic_phone": doc["phone"]}
+
+
+@tool("write")
+def transfer_to_human_agents(reason: Literal["out_of_state_transfer", "specialty_medication", "caregiver", "other"],
+                             summary: str | None = None) -> dict:
+    """Hand the patient over to the pharmacist on duty, when the policy says a request is theirs to handle.
+
+    Args:
+        reason: Why the patient is handed over, e.g. "out_of_state_transfer".
+        summary: A short note of the request for the pharmacist, e.g. "wants Lisinopril moved to a Vancouver, WA pharmacy".
+    """
+    handoff = db.insert("handoffs", {"reason": reason, "requested_at": clock.now()})
+    return {"handoff_id": handoff["handoff_id"], "status": "transferred", "reason": reason}
