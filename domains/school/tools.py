@@ -676,3 +676,15 @@ def cancel_transcript_request(student_id: str, request_id: str) -> dict:
             voided = invoice["invoice_id"]
     db.update("transcript_requests", request_id, {"status": "cancelled"})
     return {"request_id": request_id, "status": "cancelled", "voided_invoice": voided}
+
+
+@tool("write")
+def transfer_to_human_agents(reason: Literal["graduation_check", "other"], summary: str | None = None) -> dict:
+    """Hand the student over to an academic advisor, when the policy says a request is theirs to handle.
+
+    Args:
+        reason: Why the student is handed over, e.g. "graduation_check".
+        summary: A short note of the request for the advisor, e.g. "senior wants to withdraw from ECON301".
+    """
+    handoff = db.insert("handoffs", {"reason": reason, "requested_at": clock.now()})
+    return {"handoff_id": handoff["handoff_id"], "status": "transferred", "reason": reason}
