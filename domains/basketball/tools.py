@@ -716,3 +716,15 @@ def cancel_ticket_order(fan_id: str, order_id: str) -> dict:
     db.update("games", game["game_id"], {"seats_sold": max(0, game["seats_sold"] - order["quantity"])})
     return {"order_id": order_id, "status": "cancelled", "refund_amount": refund, "currency": order["currency"],
             "rule": rule}
+
+
+@tool("write")
+def transfer_to_human_agents(reason: Literal["large_contract_release", "other"], summary: str | None = None) -> dict:
+    """Hand the caller over to a person at the league office, when the policy says a request is theirs to handle.
+
+    Args:
+        reason: Why the caller is handed over, e.g. "large_contract_release".
+        summary: A short note of the request for the league office, e.g. "GM wants to waive a 31,000,000 player".
+    """
+    handoff = db.insert("handoffs", {"reason": reason, "requested_at": clock.now()})
+    return {"handoff_id": handoff["handoff_id"], "status": "transferred", "reason": reason}
