@@ -66,8 +66,11 @@ def harden(domain: Domain, env: Environment, tasks: list[Task], seed: int,
               Operator.INDIRECT: 0.15, Operator.DISTRACTOR: 0.15, Operator.PREFERENCE: 0.1, Operator.PARTIAL: 0.15}
     quota = {op: int(len(tasks) * share * w) for op, w in budget.items()}
     drafts: list[tuple[str, Draft, str | None]] = []  # (operator, draft, id of the base it replaces)
+    # a task built to test a policy rule keeps its own request: its literal version (meta.naive_actions) is
+    # what an operator would rewrite, so it would no longer be the request the rule test replays
+    hardenable = [t for t in tasks if t.meta.tests_rule is None]
     by_user: dict[tuple[str, str], list[Task]] = defaultdict(list)
-    for task in tasks:
+    for task in hardenable:
         by_user[calls_of(task)[0]].append(task)
     groups = [g for g in by_user.values() if len({t.meta.intent for t in g}) > 1]
     paired: set[object] = set()  # a user's two intents once: A+B and its twin B+A are one task
@@ -95,7 +98,7 @@ def harden(domain: Domain, env: Environment, tasks: list[Task], seed: int,
         (Operator.PREFERENCE, lambda t: preference(t, env)),
         (Operator.PARTIAL, partial)]
     for op, make in singles:
-        pool = [t for t in tasks if t.id not in taken]
+        pool = [t for t in hardenable if t.id not in taken]
         rng.shuffle(pool)
         made = 0
         for task in pool:

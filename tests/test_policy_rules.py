@@ -147,3 +147,12 @@ def test_every_published_rule_test_is_sound_and_every_gold_keeps_the_agent_rules
                 assert all(r.ok for r in replay(fork, naive)), task.id
                 assert fork.state_hash() != task.meta.final_state_hash, task.id
             assert task.meta.tests_rule in {rule for _, rule in rules_broken(env, naive)}, task.id
+
+
+def test_no_operator_rewrites_a_task_built_to_test_a_rule(run):
+    """Its literal request (meta.naive_actions) is the base task's own: a variant would ask for something else."""
+    for folder in run.iterdir():
+        if (folder / "tasks.jsonl").exists():
+            for line in (folder / "tasks.jsonl").read_text().splitlines():
+                task = Task.model_validate_json(line)
+                assert not (task.meta.tests_rule and task.meta.hardening), task.id
