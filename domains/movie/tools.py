@@ -576,3 +576,15 @@ def rate_movie(member_id: str, movie_id: str, stars: int, comment: str | None = 
     db.update("movies", movie_id, {"avg_rating": average, "rating_count": count})
     return {"review_id": review["review_id"], "movie_title": movie["title"], "stars": stars,
             "movie_avg_rating": average, "rating_count": count}
+
+
+@tool("write")
+def transfer_to_human_agents(reason: Literal["group_booking", "other"], summary: str | None = None) -> dict:
+    """Hand the member over to a human agent, when the policy says a request is theirs to handle.
+
+    Args:
+        reason: Why the member is handed over, e.g. "group_booking".
+        summary: A short note of the request for the human agent, e.g. "wants 10 seats for Neon Harbor on 2026-07-14".
+    """
+    handoff = db.insert("handoffs", {"reason": reason, "requested_at": clock.now()})
+    return {"handoff_id": handoff["handoff_id"], "status": "transferred", "reason": reason}
