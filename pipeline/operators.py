@@ -24,7 +24,7 @@ from typing import Any
 from toolscale.domains import Domain, Environment, replay
 from toolscale.domains.answers import asks_something
 from toolscale.domains.dates import SAID_FORMS, relative_dates
-from toolscale.domains.matching import appears_in, normalize_text
+from toolscale.domains.matching import appears_in, leaves, normalize_text, same_value
 from toolscale.domains.sayings import spoken_date
 from toolscale.domains.tasks import Action, Task
 from toolscale.quality.soundness import ends_elsewhere, misfits
@@ -210,13 +210,16 @@ _HELD = re.compile(r"balance|points|credit|wallet|allowance")  # what the user p
 _SPENDS = re.compile(r"amount|points|credit|value|sum|total")  # a write's argument that spends from it
 
 
-def _stake(a: Task, domain: Domain, field: str) -> str | None:
-    """Why the user cares about `field` of the record A writes to: "cost" when it is what A costs (the
-    price of the thing bought, a fee), "held" when it is a balance A's write spends from; else None
-    (the points balance says nothing to whether one wants charity mode)."""
-    if _COST.search(field):
-        return "cost"
-    writes = [x for x in a.evaluation_criteria.actions if domain.toolkit.specs[x.name].kind == "write"]
+def _stake(a: Task, domain: Domain, field: str, value: Any) -> str | None:
+    """Why the user cares about `field` (holding `value`) of the record A writes to: "cost" when it is what
+    A costs (the price of the thing bought, a fee: A's write gives the same amount back), "held" when it is a
+    balance A's write spends from; else None (the points balance says nothing to whether one wants charity
+    mode, nor a ticket's price to whether one moves it)."""
+    writes = [i for i, x in enumerate(a.evaluation_criteria.actions) if domain.toolkit.specs[x.name].kind == "write"]
+    if _COST.search(field):  # what A's write charges: its output gives the amount (a price paid, a fee)
+        charged = [leaf for i in writes for leaf in leaves(a.meta.expected_outputs[i])]
+        return "cost" if any(same_value(leaf, value) for leaf in charged) else None
+    writes = [a.evaluation_criteria.actions[i] for i in writes]
     if _HELD.search(field) and any(_SPENDS.search(k) and isinstance(v, (int, float)) and not isinstance(v, bool)
                                    for k, v in writes[-1].arguments.items()):
         return "held"
@@ -248,7 +251,7 @@ def conditional(a: Task, b: Task, domain: Domain, env: Environment, rng: random.
     j, key, field, record = found
     if not any(v == record[key] for x in b.evaluation_criteria.actions for v in x.arguments.values()):
         return None  # B is about another record: "if my order's balance is ..., ask about my gift card" is no choice
-    stake = _stake(a, domain, field)
+    stake = _stake(a, domain, field, record[field])
     label = _label(field)
     ia, ib = a.user_scenario.instructions, b.user_scenario.instructions
     if stake is None or _asks_about(label, ia.reason_for_call, ia.task_instructions, ib.reason_for_call,

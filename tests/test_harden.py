@@ -489,9 +489,13 @@ def test_a_conditional_switches_on_what_the_user_pays_or_pays_from_and_asks_once
         assert said.count(asked) == 1 and not _asks_about(label, *(x.user_scenario.instructions.task_instructions
                                                                    for x in made_pair(made, variant)))
         field = label.replace(" ", "_")
-        assert _stake(a, domain, field) in ("cost", "held"), asked
-    # an amount A neither costs nor spends from gives no reason to choose
-    assert _stake(made[0][0], domain, "overdraft_limit") is None
+        criteria = variant.evaluation_criteria  # the amount is told: graded, or judged when short
+        said = [float(x) for x in re.findall(r"\d+(?:\.\d+)?", " ".join([*criteria.communicate_info,
+                                                                          *criteria.nl_assertions]))]
+        assert any(_stake(a, domain, field, amount) in ("cost", "held") for amount in said), asked
+    # an amount A neither costs nor spends from gives no reason to choose, nor a price A's write does not charge
+    assert _stake(made[0][0], domain, "overdraft_limit", 100.0) is None
+    assert _stake(made[0][0], domain, "price", 123456.78) is None
 
 
 def test_a_conditional_whose_request_already_asks_the_amount_is_not_drafted(bank):
