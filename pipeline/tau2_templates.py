@@ -282,6 +282,15 @@ Exported by toolscale: $tasks tasks. $description
 | `runtime/` | toolscale's record API over plain dicts and its sandbox, copied verbatim |
 | `policy.md`, `tasks.json`, `split_tasks.json` | the agent policy; τ²-bench Tasks; splits `base`, `train`, `test` |
 
+## Importing it runs its code
+
+This package is Python, and importing it runs it: its tool code, `restricted_tools.py`, is checked as toolscale
+checks it and runs under the vendored runtime's sandbox (`runtime/`); its other files (`tools.py`, `base.py`,
+`environment.py`, `runtime/` itself) are ordinary Python that run as they are, unchecked. Import a package only
+from a publisher you trust, or read it first. The dataset's `domains` rows are the path that sandboxes the tool
+code: toolscale's `environment_from_row` (`toolscale.pipeline.rows`) compiles a row's `tools_source` in its
+sandbox and runs nothing else from the row.
+
 ## In τ²-bench
 
 In τ²-bench's own environment, install RestrictedPython beside τ²'s dependencies (`pip install RestrictedPython`;
