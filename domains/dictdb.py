@@ -155,7 +155,7 @@ class DictRecords(RecordStore):
         """Rows whose columns equal `where`, ordered by `order_by` ('-col' descends) then key."""
         spec = self._table(table)
         types = {c.name: c.type for c in spec.columns}
-        where = dict(where or {})
+        where = self._conditions(where)
         order, descending = self._ordering(order_by)
         for name in [*where, *([order] if order else [])]:
             if name not in types:
@@ -176,7 +176,7 @@ class DictRecords(RecordStore):
         if order:
             found.sort(key=lambda r: _sort_key(r[order]), reverse=descending)
         if limit is not None:
-            size = max(int(limit), 0)
+            size = self._row_count(limit)
             found = found[:size] if size else found  # sqlite3's fetchmany(0) returns every row
         return [dict(r) for r in found]
 

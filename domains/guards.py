@@ -3,21 +3,56 @@
 Each pays the step budget for the work it does, and refuses, before building it, an object past
 limits.MAX_SIZE elements or a number past MAX_INT_BITS bits; what becomes text must have a text
 form that is the same in every process (no memory addresses, no set order).
+
+The watchdog cannot stop one C call, so no C call may run long: a sort, min/max, a comparison, a
+list search (`in`, count, index, remove) and a text search pay for the size of what they compare,
+by `weight` (a long string compared many times costs as much as many strings), and refuse before
+starting past the budget; `round`, `int(text, base)`, `//` and `%` are checked against
+MAX_INT_BITS, case changes against MAX_SIZE by their worst growth, and bytes %-formatting goes
+through the checks str %-formatting does.
+
+Hashing a tuple recurses in C with no depth check (CPython 3.11's tuplehash: a tuple nested 200,000
+deep ends the process), so every value tool code can make Python hash passes `key` first, which
+refuses one nested past limits.MAX_DEPTH. Tool code reaches hashing only through:
+  - set and dict displays and comprehensions (`{t}`, `{t: 1}`, `{*xs}`): sandbox._ToolPolicy wraps
+    each element or key that is not a constant in `_key_`, and a `*xs` in `_keys_`;
+  - subscripts (`d[t]`, `d[t] = 1`, `del d[t]`): a key that is not a constant is wrapped in `_key_`;
+  - `in` / `not in`: `contains` checks the item when the container hashes it (dict, set, keys and
+    items views);
+  - the methods dict.get/pop/setdefault and set.add/discard: at a call site `d.get(k)` the policy
+    wraps `k` in `_key_`, any other way to reach them (`f = d.get`) gets a checked method;
+    dict.update, set.union/intersection/difference through `_consume`;
+  - the builtins set() and dict(), and set operators on dict views (`d.keys() - xs`), through
+    `keys`;
+  - isinstance's second argument, looked up among the checked builtins;
+  - the record API, which takes only plain values as keys and column names (records.RecordStore).
+Nothing else tools can reach hashes a value they made (sets and dict views combine by the hashes
+they hold); a deep list or dict is refused where it would be shown or returned (check_text_form,
+the output check), and compared ones raise RecursionError, a fault.
 """
 
 from __future__ import annotations
 
+import operator
 import re
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
-from .limits import UNORDERED, StepBudget, ToolSizeExceeded, text_size
+from .limits import (MAX_DEPTH, MAX_SIZE, SIZE_PER_STEP, UNORDERED, StepBudget, ToolSizeExceeded, nesting_depth,
+                     text_size)
 
 API_CALL_STEPS = 100           # reaching for the record API or the clock (each call does)
 MAX_INT_BITS = 4_096           # about 1,200 digits: comparing two stays cheap
 MAX_FORMAT_WIDTH = 10_000      # a width or precision in an f-string or %-format
+MAX_ROUND_DIGITS = 1_000       # round(x, n): 10**1000 is under MAX_INT_BITS
+SMALL = 1_024                  # elements: C work over fewer is cheap enough not to weigh
 _SEQUENCES = frozenset({str, list, tuple, bytes})
 _NUMBERS = frozenset({int, float, bool})
+_CONTAINERS = frozenset({list, tuple, dict})
+_COMPARED = frozenset({str, bytes, list, tuple, dict})  # a comparison of two of one of these can be long
+_HASHED = frozenset({dict, set, frozenset, type({}.keys()), type({}.items())})  # `in` hashes the item
+_VIEWS = frozenset({type({}.keys()), type({}.items())})
+_REPR = (ord("r"), ord("a"))  # set operators on these hash the other side's items
 
 
 def _int_bits(bits: int) -> None:
@@ -35,29 +70,75 @@ def _check_width(spec: str) -> None:
             raise ToolSizeExceeded(f"format width {number} is past the limit of {MAX_FORMAT_WIDTH:,}")
 
 
+_PLAIN = frozenset({str, int, float, bool, type(None), range})
+
+
 def check_text_form(value: Any, budget: StepBudget) -> None:
     """Refuse to turn into text what has no stable text form (a function or a record API object
-    shows a memory address, a set an order that depends on the hash seed)."""
+    shows a memory address, a set an order that depends on the hash seed), and what nests past
+    MAX_DEPTH (its text would be made by recursion). Iterative: a deep value cannot overflow it."""
+    if type(value) in _PLAIN:  # most f-string fields
+        return
+    pending = [(value, 0)]
+    while pending:
+        item, depth = pending.pop()
+        kind = type(item)
+        if kind in _PLAIN:
+            continue
+        if depth >= MAX_DEPTH:
+            raise ToolSizeExceeded(f"tool tried to show a value nested more than {MAX_DEPTH} levels deep")
+        if isinstance(item, BaseException):  # shown as its arguments are
+            pending.append((item.args, depth + 1))
+        elif kind in (list, tuple):
+            budget.charge(len(item))
+            pending.extend((i, depth + 1) for i in item)
+        elif kind is dict:
+            budget.charge(len(item))
+            pending.extend((k, depth + 1) for k in item)
+            pending.extend((v, depth + 1) for v in item.values())
+        elif kind in UNORDERED:
+            raise TypeError("a set has no fixed text form in tools: sort it first")
+        else:  # the record API and the clock by what they are, not by class: the two runtimes differ there
+            what = "record API or clock object" if hasattr(kind, "TOOL_API") else kind.__name__
+            raise TypeError(f"a {what} has no text form in tools")
+
+
+def shown_size(value: Any, limit: int = MAX_SIZE) -> int:
+    """About how many characters str() or repr() of `value` takes at most (a text that repr escapes
+    may grow tenfold: '\\U000e0001'), counted without building it; counting stops past `limit`."""
+    if type(value) is str:
+        return len(value) + 2 if value.isprintable() else 10 * len(value)
+    total, pending = 0, [value.args if isinstance(value, BaseException) else value]
+    while pending and total <= limit:
+        item = pending.pop()
+        kind = type(item)
+        if kind is str:
+            total += len(item) + 2 if item.isprintable() else 10 * len(item)
+        elif kind in (list, tuple):
+            total += len(item) + 2
+            pending.extend(item)
+        elif kind is dict:
+            total += 2 * len(item) + 2
+            pending.extend(item)
+            pending.extend(item.values())
+        elif isinstance(item, BaseException):
+            pending.append(item.args)
+        else:
+            total += text_size(item)
+    return total
+
+
+def weight(value: Any, limit: int = MAX_SIZE) -> int:
+    """What comparing `value` with something may cost, in elements (a text's characters, a list's
+    items and theirs...); counting stops past `limit`."""
     kind = type(value)
-    if kind in (str, int, float, bool, type(None), range):
-        return
-    if isinstance(value, BaseException):  # shown as its arguments are
-        check_text_form(value.args, budget)
-        return
-    if kind in (list, tuple):
-        budget.charge(len(value))
-        for item in value:
-            check_text_form(item, budget)
-        return
-    if kind is dict:
-        budget.charge(len(value))
-        for key, item in value.items():
-            check_text_form(key, budget)
-            check_text_form(item, budget)
-        return
-    if kind in UNORDERED:
-        raise TypeError("a set has no fixed text form in tools: sort it first")
-    raise TypeError(f"a {kind.__name__} has no text form in tools")
+    if kind is str or kind is bytes:
+        return len(value) + 1
+    if kind is int:
+        return value.bit_length() // 64 + 1
+    if kind in _NUMBERS or value is None:
+        return 1
+    return text_size(value, limit)
 
 
 def interruptible(items: Iterator[Any]) -> Iterator[Any]:
@@ -73,6 +154,34 @@ class Guards:
 
     def __init__(self, budget: StepBudget) -> None:
         self.budget = budget
+
+    def _pay(self, elements: int) -> None:
+        """Pay for C work over `elements` elements (a step per SIZE_PER_STEP)."""
+        if elements > SIZE_PER_STEP:
+            self.budget.charge(elements // SIZE_PER_STEP)
+
+    def _limit(self) -> int:
+        """How many elements the budget left can pay for: weighing stops past it."""
+        return (max(self.budget.left, 0) + 1) * SIZE_PER_STEP
+
+    # hashing -------------------------------------------------------------------------------
+    def key(self, value: Any) -> Any:
+        """`value`, which Python is about to hash: refused when tuples nest in it past MAX_DEPTH."""
+        if type(value) is tuple:
+            for item in value:
+                if type(item) in _CONTAINERS:
+                    self.budget.charge(len(value))
+                    if nesting_depth(value) > MAX_DEPTH:
+                        raise ToolSizeExceeded(f"tool tried to use a value nested more than {MAX_DEPTH} levels "
+                                               "deep as a key")
+                    break
+        return value
+
+    def keys(self, items: Iterable[Any]) -> Iterator[Any]:
+        """`items`, each checked by `key` as it is taken (for `{*items}`, set(), dict.update...)."""
+        key = self.key
+        for item in items:
+            yield key(item)
 
     # operators that can build big objects ------------------------------------------------
     def add(self, a: Any, b: Any) -> Any:
@@ -101,23 +210,55 @@ class Guards:
             _int_bits(a.bit_length() + b)
         return a << b
 
+    def floordiv(self, a: Any, b: Any) -> Any:
+        if type(a) is int and type(b) is int:  # long division is quadratic in the digits
+            _int_bits(max(a.bit_length(), b.bit_length()))
+        return a // b
+
     def mod(self, a: Any, b: Any) -> Any:
-        if type(a) is str:  # %-formatting
+        kind = type(a)
+        if kind is str or kind is bytes:  # %-formatting
             if type(b) is dict:
                 raise TypeError("%-formatting with a mapping is not available to tools; use an f-string")
-            specs = _PERCENT_SPEC.findall(a)
+            specs = _PERCENT_SPEC.findall(a if kind is str else a.decode("latin-1"))
             for width, precision in specs:
                 if "*" in (width, precision):
                     raise ToolSizeExceeded("'*' widths are not available to tools")
                 _check_width(f"{width} {precision}")
             check_text_form(b, self.budget)
             values = b if type(b) is tuple else (b,)
-            longest = max((len(self.str(v)) for v in values), default=0)
-            self.budget.sized(len(a) + len(specs) * (MAX_FORMAT_WIDTH + longest), "str")
+            longest = max((shown_size(v) for v in values), default=0)
+            self.budget.sized(len(a) + len(specs) * (MAX_FORMAT_WIDTH + longest), kind.__name__)
             result = a % b
-            self.budget.sized(len(result), "str")
+            self.budget.sized(len(result), kind.__name__)
             return result
+        if kind is int and type(b) is int:
+            _int_bits(max(a.bit_length(), b.bit_length()))
         return a % b
+
+    def sub(self, a: Any, b: Any) -> Any:
+        if type(a) in _VIEWS or type(b) in _VIEWS:  # `d.keys() - xs` hashes the items of xs
+            return self._view_op(operator.sub, a, b)
+        return a - b
+
+    def or_(self, a: Any, b: Any) -> Any:
+        if type(a) in _VIEWS or type(b) in _VIEWS:
+            return self._view_op(operator.or_, a, b)
+        return a | b
+
+    def and_(self, a: Any, b: Any) -> Any:
+        if type(a) in _VIEWS or type(b) in _VIEWS:
+            return self._view_op(operator.and_, a, b)
+        return a & b
+
+    def xor(self, a: Any, b: Any) -> Any:
+        if type(a) in _VIEWS or type(b) in _VIEWS:
+            return self._view_op(operator.xor, a, b)
+        return a ^ b
+
+    def _view_op(self, op: Callable[[Any, Any], Any], a: Any, b: Any) -> Any:
+        a, b = (x if type(x) in _HASHED else list(self.keys(self.budget.iterate(x))) for x in (a, b))
+        return op(a, b)
 
     def inplace(self, op: str, target: Any, value: Any) -> Any:
         """`x op= y`, through the same checks as `x = x op y`."""
@@ -126,15 +267,114 @@ class Guards:
             raise TypeError(f"operator {op} is not available to tools")
         return checked(self, target, value)
 
-    _INPLACE = {"+=": add, "*=": mul, "**=": pow, "<<=": lshift, "%=": mod,
-                "-=": lambda self, a, b: a - b, "/=": lambda self, a, b: a / b,
-                "//=": lambda self, a, b: a // b, "|=": lambda self, a, b: a | b,
-                "&=": lambda self, a, b: a & b, "^=": lambda self, a, b: a ^ b,
-                ">>=": lambda self, a, b: a >> b}
+    _INPLACE = {"+=": add, "*=": mul, "**=": pow, "<<=": lshift, "%=": mod, "//=": floordiv, "-=": sub,
+                "|=": or_, "&=": and_, "^=": xor,
+                "/=": lambda self, a, b: a / b, ">>=": lambda self, a, b: a >> b}
 
+    # comparisons -----------------------------------------------------------------------------
+    def _compared(self, a: Any, b: Any) -> None:
+        """Pay for comparing two values of one kind that may be long (texts, lists, tuples, dicts):
+        at most the lighter one's weight, in C."""
+        if type(a) is str or type(a) is bytes:
+            if len(a) > SMALL and len(b) > SMALL:
+                self._pay(min(len(a), len(b)))
+            return
+        limit = self._limit()
+        self._pay(min(weight(a, limit), weight(b, limit)))
+
+    def eq(self, a: Any, b: Any) -> Any:
+        if type(a) is type(b) and type(a) in _COMPARED:
+            self._compared(a, b)
+        return a == b
+
+    def ne(self, a: Any, b: Any) -> Any:
+        if type(a) is type(b) and type(a) in _COMPARED:
+            self._compared(a, b)
+        return a != b
+
+    def lt(self, a: Any, b: Any) -> Any:
+        if type(a) is type(b) and type(a) in _COMPARED:
+            self._compared(a, b)
+        return a < b
+
+    def le(self, a: Any, b: Any) -> Any:
+        if type(a) is type(b) and type(a) in _COMPARED:
+            self._compared(a, b)
+        return a <= b
+
+    def gt(self, a: Any, b: Any) -> Any:
+        if type(a) is type(b) and type(a) in _COMPARED:
+            self._compared(a, b)
+        return a > b
+
+    def ge(self, a: Any, b: Any) -> Any:
+        if type(a) is type(b) and type(a) in _COMPARED:
+            self._compared(a, b)
+        return a >= b
+
+    def contains(self, item: Any, container: Any) -> bool:
+        """`item in container`: the item checked where it is hashed, the search paid for where it
+        compares (a list's items one by one, a text's characters)."""
+        kind = type(container)
+        if kind in _HASHED:
+            self.key(item)
+        elif kind is list or kind is tuple or kind is type({}.values()):
+            if len(container) > SIZE_PER_STEP:  # each item compared costs at most the item's weight
+                self._pay(len(container) * weight(item, self._limit()))
+        elif kind is str or kind is bytes:
+            if len(container) > SMALL:
+                self._pay(len(container) + len(item) if type(item) is kind else len(container))
+        elif kind is range and type(item) not in (int, bool):  # not an int: range searches item by item
+            self.budget.charge(len(container))
+        return item in container
+
+    def not_in(self, item: Any, container: Any) -> bool:
+        return not self.contains(item, container)
+
+    def chain(self, left: Any, *rest: Any) -> Any:
+        """`a < b <= c ...` as Python runs it (each operand once, stopping at the first false), each
+        comparison checked: `rest` is (operator, function giving the next operand) pairs."""
+        result: Any = True
+        for i in range(0, len(rest), 2):
+            right = rest[i + 1]()
+            result = self._CHAIN[rest[i]](self, left, right)
+            if not result:
+                return result
+            left = right
+        return result
+
+    _CHAIN = {"==": eq, "!=": ne, "<": lt, "<=": le, ">": gt, ">=": ge, "in": contains, "not in": not_in,
+              "is": lambda self, a, b: a is b, "is not": lambda self, a, b: a is not b}
+
+    def _ordered(self, items: list[Any], factor: int) -> None:
+        """Pay for comparing `items` about `factor` times each (a sort: log2 of their number)."""
+        if len(items) < 2:
+            return
+        if len(items) <= SIZE_PER_STEP:
+            for item in items:
+                if type(item) not in _NUMBERS:
+                    break
+            else:
+                return  # a few numbers: nothing to weigh
+        self._pay(text_size(items, self._limit() // factor + 1) * factor)
+
+    def _keyed(self, key: Callable[[Any], Any], factor: int) -> Callable[[Any], Any]:
+        """A sort or min/max key that pays for what its values will cost to compare."""
+        def paid(item: Any) -> Any:
+            value = key(item)
+            if type(value) not in _NUMBERS:
+                self._pay(weight(value, self._limit() // factor + 1) * factor)
+            return value
+        return paid
+
+    # formatting ------------------------------------------------------------------------------
     def format(self, value: Any, conversion: int, spec: str) -> str:
         """One `{value!c:spec}` of an f-string."""
         check_text_form(value, self.budget)
+        kind = type(value)
+        if kind in _CONTAINERS or (kind not in _PLAIN and isinstance(value, BaseException)) or (
+                kind is str and conversion in _REPR):
+            self.budget.sized(shown_size(value), "str")  # its text is made from its parts: not past MAX_SIZE
         if conversion == ord("r"):
             value = repr(value)
         elif conversion == ord("a"):
@@ -150,8 +390,8 @@ class Guards:
     # builtins ------------------------------------------------------------------------------
     def str(self, value: Any = "") -> str:
         check_text_form(value, self.budget)
-        if type(value) in (list, tuple, dict):
-            self.budget.sized(text_size(value), "str")
+        if type(value) in _CONTAINERS or isinstance(value, BaseException):
+            self.budget.sized(shown_size(value), "str")
         text = str(value)
         self.budget.sized(len(text), "str")
         return text
@@ -165,36 +405,57 @@ class Guards:
         if args and type(args[0]) is dict:
             self.budget.charge(len(args[0]))
             return dict(args[0], **kwargs)
-        return dict(*(interruptible(self.budget.iterate(a)) for a in args), **kwargs)
+        return dict(*(interruptible(self.keys(self.budget.iterate(a))) for a in args), **kwargs)
 
     def reversed(self, sequence: Any) -> Iterator[Any]:
         self.budget.charge(len(sequence))
         return reversed(sequence)
 
+    def int(self, value: Any = 0, base: Any = None) -> int:
+        if type(value) in (str, bytes):  # a numeral: in base 2, 4, 8, 16 or 32 Python reads any length
+            if len(value) > MAX_INT_BITS:
+                raise ToolSizeExceeded(f"tool tried to read a number of {len(value):,} digits "
+                                       f"(limit {MAX_INT_BITS:,} bits)")
+            number = int(value) if base is None else int(value, base)
+            _int_bits(number.bit_length())
+            return number
+        return int(value) if base is None else int(value, base)
+
+    def round(self, number: Any, ndigits: Any = None) -> Any:
+        if type(ndigits) is int and abs(ndigits) > MAX_ROUND_DIGITS:  # round(5, -10**8) computes 10**(10**8)
+            raise ToolSizeExceeded(f"tool tried to round to {ndigits:,} digits (limit {MAX_ROUND_DIGITS:,})")
+        return round(number) if ndigits is None else round(number, ndigits)
+
     def builtins(self) -> dict[str, Callable[..., Any]]:
-        """The builtins that take iterables, each paying for what it consumes."""
+        """The builtins that take iterables, each paying for what it consumes (and, for sorted, min
+        and max, for what it compares)."""
         iterate = self.budget.iterate
 
         def each(builtin: Callable[..., Any]) -> Callable[..., Any]:  # every argument is an iterable
             return lambda *iterables, **kwargs: builtin(*map(iterate, iterables), **kwargs)
-
-        def extremum(builtin: Callable[..., Any]) -> Callable[..., Any]:  # min(iterable) or min(a, b, ...)
-            return lambda first, *rest, **kwargs: builtin(first if rest else iterate(first), *rest, **kwargs)
 
         def after_function(builtin: Callable[..., Any]) -> Callable[..., Any]:  # map(f, *iterables)
             return lambda function, *iterables: builtin(function, *map(iterate, iterables))
 
         def hashing(builtin: Callable[..., Any]) -> Callable[..., Any]:
             # a big set is built item by item from Python, so the watchdog can stop one whose keys collide
-            return lambda *iterables: builtin(*(interruptible(iterate(i)) for i in iterables))
+            return lambda *iterables: builtin(*(interruptible(self.keys(iterate(i))) for i in iterables))
 
-        def keyed(builtin: Callable[..., Any], make: Callable[..., Any]) -> Callable[..., Any]:
-            # a key that is a C method (text.count) would run the whole sort in C, past the watchdog
-            def checked(*args: Any, key: Any = None, **kwargs: Any) -> Any:
-                if key is not None:
-                    kwargs["key"] = lambda item: key(item)
-                return make(*args, **kwargs)
+        def extremum(builtin: Callable[..., Any]) -> Callable[..., Any]:  # min(iterable) or min(a, b, ...)
+            # a key that is a C method (text.count) would run the whole search in C, past the watchdog
+            def checked(first: Any, *rest: Any, key: Any = None, **kwargs: Any) -> Any:
+                items = [first, *rest] if rest else list(iterate(first))
+                if key is None:
+                    self._ordered(items, 1)
+                else:
+                    kwargs["key"] = self._keyed(key, 1)
+                return builtin(*items, **kwargs) if rest else builtin(items, **kwargs)
             return checked
+
+        def checked_sorted(iterable: Any, *, key: Any = None, reverse: Any = False) -> list[Any]:
+            items = list(iterate(iterable))
+            self.sort(items, items.sort, key, reverse)
+            return items
 
         def finite_float(value: Any = 0.0) -> float:
             number = float(value)
@@ -203,23 +464,24 @@ class Guards:
             return number
 
         checked = {"all": each(all), "any": each(any), "list": each(list), "tuple": each(tuple),
-                   "set": hashing(set), "zip": each(zip), "min": keyed(min, extremum(min)),
-                   "max": keyed(max, extremum(max)), "map": after_function(map), "filter": after_function(filter),
-                   "sorted": keyed(sorted, lambda iterable, **kwargs: sorted(iterate(iterable), **kwargs)),
-                   "float": finite_float,
+                   "set": hashing(set), "zip": each(zip), "min": extremum(min), "max": extremum(max),
+                   "map": after_function(map), "filter": after_function(filter), "sorted": checked_sorted,
+                   "float": finite_float, "int": self.int, "round": self.round,
                    "enumerate": lambda iterable, start=0: enumerate(iterate(iterable), start),
                    "sum": self.sum, "dict": self.dict, "str": self.str, "reversed": self.reversed}
-        kinds = {checked[k.__name__]: k for k in (list, tuple, set, dict, str)}  # what isinstance is asked about
+        kinds = {checked[k.__name__]: k for k in (list, tuple, set, dict, str, int)}  # what isinstance is asked about
 
         def checked_isinstance(value: Any, kind: Any) -> bool:
+            self.key(kind)  # looked up in `kinds` below: hashed
             kind = tuple(kinds.get(k, k) for k in kind) if type(kind) is tuple else kinds.get(kind, kind)
             return isinstance(value, kind)
         return {**checked, "isinstance": checked_isinstance}
 
-    # methods that consume iterables or build big strings --------------------------------------
+    # methods that consume iterables, compare, search or build big strings -------------------------
     def method(self, obj: Any, name: str) -> Any:
-        """A bound str/list/dict/set method named in CHECKED_METHODS, checked for unbounded work."""
-        bound, checked = getattr(obj, name), self._METHODS[name]
+        """A bound str/list/dict/set method named in CHECKED_METHODS (or SIZED_METHODS, on a long
+        object), checked for unbounded work."""
+        bound, checked = getattr(obj, name), self._METHODS[type(obj), name]
         return lambda *a, **k: checked(self, obj, bound, *a, **k)
 
     def _join(self, sep: str, bound: Callable[..., str], items: Iterable[Any]) -> str:
@@ -229,6 +491,7 @@ class Guards:
 
     def _replace(self, text: str, bound: Callable[..., str], old: str, new: str, count: int = -1) -> str:
         if type(old) is str and type(new) is str:
+            self._pay(len(text) + len(old))
             times = text.count(old) if old else len(text) + 1
             if type(count) is int and count >= 0:
                 times = min(times, count)
@@ -240,28 +503,97 @@ class Guards:
             self.budget.sized(width, "str")
         return bound(width)
 
-    def _split(self, text: str, bound: Callable[..., list[str]], *args: Any) -> list[str]:
+    def _split(self, text: str, bound: Callable[..., list[str]], *args: Any, **kwargs: Any) -> list[str]:
         self.budget.sized(len(text), "str")
+        return bound(*args, **kwargs)
+
+    def _search(self, text: str, bound: Callable[..., Any], *args: Any) -> Any:
+        """find / count / startswith / endswith on a long text: paid for the text and the needles."""
+        self._pay(len(text) + sum(len(a) for a in args if type(a) is str))
         return bound(*args)
 
+    def _strip(self, text: str, bound: Callable[..., str], chars: Any = None) -> str:
+        """strip and friends look each character up in `chars`: a long `chars` costs per character."""
+        self._pay(len(text) * (1 + len(chars) // 64) if type(chars) is str else len(text))
+        return bound(chars)
+
+    def _case(self, text: str, bound: Callable[..., str]) -> str:
+        """lower / upper / title / capitalize: one character may become three ('ﬃ'.upper() is 'FFI')."""
+        self.budget.sized(len(text) if text.isascii() else 3 * len(text), "str")
+        return bound()
+
+    def _copy(self, obj: Any, bound: Callable[..., Any]) -> Any:
+        self.budget.charge(len(obj) // SIZE_PER_STEP)
+        return bound()
+
+    def _keyed_method(self, obj: Any, bound: Callable[..., Any], *args: Any) -> Any:
+        """dict.get / pop / setdefault, set.add / discard reached other than at a call site."""
+        if args:
+            self.key(args[0])
+        return bound(*args)
+
+    def _search_list(self, obj: list[Any], bound: Callable[..., Any], value: Any, *args: Any) -> Any:
+        """list.count / index / remove: each item compared costs at most the weight of `value`."""
+        if len(obj) > SIZE_PER_STEP:
+            self._pay(len(obj) * weight(value, self._limit()))
+        return bound(value, *args)
+
     def _consume(self, obj: Any, bound: Callable[..., Any], *others: Any, **kwargs: Any) -> Any:
-        """extend / update / union...: each item taken in pays a step (a dict is passed on as it is)."""
+        """extend / update / union...: each item taken in pays a step (a dict is passed on as it is);
+        what a set or dict hashes is checked by `key`."""
+        hashes = type(obj) is not list
         taken = []
         for other in others:
             if type(other) is dict:
                 self.budget.charge(len(other))
                 taken.append(other)
+            elif hashes and type(obj) is dict:  # update(pairs): each pair's first item is a key
+                taken.append([self._pair(p) for p in self.budget.iterate(other)])
             else:
-                taken.append(list(self.budget.iterate(other)))
+                items = self.budget.iterate(other)
+                taken.append(list(self.keys(items) if hashes and type(other) not in _HASHED else items))
         return bound(*taken, **kwargs)
 
-    def _sort(self, obj: list[Any], bound: Callable[..., None], **kwargs: Any) -> None:
+    def _pair(self, pair: Any) -> Any:
+        if type(pair) in (tuple, list) and pair:
+            self.key(pair[0])
+        return pair
+
+    def _sort(self, obj: list[Any], bound: Callable[..., None], *, key: Any = None, reverse: Any = False) -> None:
         self.budget.charge(len(obj))
-        return bound(**kwargs)
+        return self.sort(obj, bound, key, reverse)
 
-    _METHODS = {"join": _join, "replace": _replace, "zfill": _zfill, "split": _split, "extend": _consume,
-                "update": _consume, "union": _consume, "intersection": _consume, "difference": _consume,
-                "sort": _sort}
+    def sort(self, obj: list[Any], bound: Callable[..., None], key: Any, reverse: Any) -> None:
+        """Sort `obj` in place, its comparisons paid for: each item takes part in about log2(n)."""
+        factor = max(len(obj).bit_length(), 1)
+        if key is None:
+            self._ordered(obj, factor)
+            return bound(reverse=reverse)
+        return bound(key=self._keyed(key, factor), reverse=reverse)
 
 
+# (type, name) -> the check; built here, where `str` and `dict` are the builtins, not Guards' own
+Guards._METHODS = {
+    (str, "join"): Guards._join, (str, "replace"): Guards._replace, (str, "zfill"): Guards._zfill,
+    (str, "split"): Guards._split, (list, "extend"): Guards._consume, (dict, "update"): Guards._consume,
+    (set, "union"): Guards._consume, (set, "intersection"): Guards._consume, (set, "difference"): Guards._consume,
+    (list, "sort"): Guards._sort, (list, "count"): Guards._search_list, (list, "index"): Guards._search_list,
+    (list, "remove"): Guards._search_list, (dict, "get"): Guards._keyed_method,
+    (dict, "setdefault"): Guards._keyed_method, (dict, "pop"): Guards._keyed_method,
+    (set, "add"): Guards._keyed_method, (set, "discard"): Guards._keyed_method,
+}
+# checked only on an object longer than SMALL: on a short one each is a little C work
+_SIZED_METHODS = {
+    (str, "find"): Guards._search, (str, "count"): Guards._search, (str, "startswith"): Guards._search,
+    (str, "endswith"): Guards._search, (str, "strip"): Guards._strip, (str, "lstrip"): Guards._strip,
+    (str, "rstrip"): Guards._strip, (str, "lower"): Guards._case, (str, "upper"): Guards._case,
+    (str, "title"): Guards._case, (str, "capitalize"): Guards._case, (list, "copy"): Guards._copy,
+    (dict, "copy"): Guards._copy,
+}
 CHECKED_METHODS = frozenset(Guards._METHODS)
+"""(type, name) of the methods that always go through Guards.method."""
+SIZED_METHODS = frozenset(_SIZED_METHODS)
+"""(type, name) of the methods that go through Guards.method on an object longer than SMALL."""
+KEYED_METHODS = frozenset({"get", "pop", "setdefault", "add", "discard"})
+"""Methods that hash their first argument: at a call site the policy checks it with `_key_`."""
+Guards._METHODS.update(_SIZED_METHODS)

@@ -4,8 +4,11 @@ Steps are the deterministic bound: each loop iteration, function call and elemen
 consumes costs one, and an operation that builds a string, list or number pays for its size (a
 step per SIZE_PER_STEP elements), so the same call stops at the same point on every machine. No
 single object may grow past MAX_SIZE elements: guards.Guards checks that (and the bits of a
-number) before it is built. Time and memory are the backstops for work steps cannot see (C code over large objects):
-a watchdog thread raises ToolTimeout or ToolMemoryExceeded in the calling thread. Every limit is a
+number) before it is built, and that one C call (a sort, a compare, a search) is paid for by
+the size of what it works on, so none runs long. Time and memory are the backstops: a watchdog
+thread raises ToolTimeout or ToolMemoryExceeded in the calling thread. It can only act between
+bytecodes, so it cannot stop one long C call; it reads the whole process's resident memory, so
+with several tool calls running in threads of one process an allocation in one can fail another. Every limit is a
 BaseException, so a tool's own `except Exception` cannot catch it, and `bounded_call` decides the
 outcome from the budget and the watchdog, whatever the tool's code did with the exception.
 """
@@ -29,6 +32,7 @@ MESSAGE_LIMIT = 2_000          # characters of an error message
 TIME_LIMIT = 5.0               # seconds of wall-clock time per call
 MEMORY_LIMIT = 512 << 20       # bytes a call may add to the process's resident memory
 _POLL = 0.02                   # how often the watchdog looks, in seconds
+MAX_DEPTH = 100                # containers nested in a hashed key, an output or a text form
 
 
 class ToolLimitExceeded(BaseException):
@@ -41,6 +45,10 @@ class StepBudgetExceeded(ToolLimitExceeded):
 
 class ToolSizeExceeded(ToolLimitExceeded):
     """A tool tried to build an object, or return an output, past its size limit."""
+
+
+class ToolOutputRefused(ToolLimitExceeded):
+    """A tool returned what no output may hold: a control character or a lone surrogate."""
 
 
 class ToolTimeout(ToolLimitExceeded):
@@ -210,6 +218,7 @@ def bounded_call(budget: StepBudget, function: Callable[..., Any], arguments: di
             output = function(**arguments)
             _check_output_size(output)
             text = json.dumps(output, allow_nan=False)
+            _check_output_text(text)
         except BaseException as exc:
             _limit_passed(budget, watch, exc)
             raise
@@ -245,10 +254,94 @@ def text_size(value: Any, limit: int = MAX_SIZE) -> int:
     return total
 
 
+def nesting_depth(value: Any, limit: int = MAX_DEPTH) -> int:
+    """How deeply lists, tuples and dicts nest in `value` (a scalar is 0), counted without recursion
+    and without building anything; counting stops past `limit`. A container reached twice (one
+    list put in another many times) is looked into once: its depth below is kept by id."""
+    if type(value) not in _CONTAINERS:
+        return 0
+    below: dict[int, int] = {}  # id -> depth of the container there (kept alive by `value`)
+    stack = [(value, iter(value.values() if type(value) is dict else value), 1)]
+    deepest = 1
+    while stack:
+        container, items, depth = stack[-1]
+        for item in items:
+            if type(item) in _CONTAINERS:
+                known = below.get(id(item))
+                if known is not None:
+                    deepest = max(deepest, depth + known)
+                elif depth >= limit:
+                    return depth + 1
+                else:
+                    stack.append((item, iter(item.values() if type(item) is dict else item), depth + 1))
+                    break
+        else:
+            stack.pop()
+            height = 1 + max((below.get(id(i), 0) for i in (container.values() if type(container) is dict else container)
+                              if type(i) in _CONTAINERS), default=0)
+            below[id(container)] = height
+            deepest = max(deepest, depth - 1 + height)
+            if deepest > limit:
+                return deepest
+    return deepest
+
+
+_CONTAINERS = frozenset({list, tuple, dict})
+
+
+# C0 and C1 control characters other than tab, newline and carriage return, and DEL, as JSON (with
+# ensure_ascii) writes them: `\\u001b` (`\\b` and `\\f` for two), where the backslash is not itself escaped.
+_CONTROL_JSON = re.compile(r'(?<!\\)(?:\\\\)*\\(?:[bf]|u00(?:[01][0-9a-fA-F]|7[fF]|[89][0-9a-fA-F]))')
+_SURROGATE_JSON = re.compile(r'\\u[dD][89a-fA-F]')  # maybe a surrogate (a pair, for a character past U+FFFF)
+_UNPRINTABLE = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\ud800-\udfff]")
+
+
+_UP = object()  # on the stack after a container's items: its level is done
+
+
 def _check_output_size(output: Any) -> None:
-    """ToolSizeExceeded, before anything is serialized, when the output's JSON would pass OUTPUT_LIMIT."""
-    if text_size(output, OUTPUT_LIMIT) > OUTPUT_LIMIT:
+    """ToolSizeExceeded, before anything is serialized, when the output's JSON would pass OUTPUT_LIMIT
+    (counted as text_size counts) or nest deeper than MAX_DEPTH (pydantic would not serialize it);
+    one pass, without recursion."""
+    total, depth, pending = 0, 0, [output]
+    while pending and total <= OUTPUT_LIMIT:
+        item = pending.pop()
+        if item is _UP:
+            depth -= 1
+            continue
+        kind = type(item)
+        if kind is str:
+            total += len(item) + 2
+        elif kind is list or kind is tuple or kind is dict:
+            depth += 1
+            if depth > MAX_DEPTH:
+                raise ToolSizeExceeded(f"tool made an output nested more than {MAX_DEPTH} levels deep")
+            pending.append(_UP)
+            if kind is dict:
+                total += 2 * len(item) + 2
+                pending.extend(item.keys())
+                pending.extend(item.values())
+            else:
+                total += len(item) + 2
+                pending.extend(item)
+        else:
+            total += item.bit_length() // 3 + 2 if kind is int else 8
+    if total > OUTPUT_LIMIT:
         raise ToolSizeExceeded(f"tool output is past the limit of {OUTPUT_LIMIT:,} characters")
+
+
+def _check_output_text(text: str) -> None:
+    """ToolOutputRefused when the output (its JSON) holds a control character or a lone surrogate:
+    nothing a terminal would act on, or a UTF-8 file could not hold, leaves a tool."""
+    if "\\" not in text:  # JSON escapes each of them: no backslash, none there (most outputs)
+        return
+    if _CONTROL_JSON.search(text) is not None:
+        raise ToolOutputRefused("tool output holds a control character (only tab, newline and carriage return may)")
+    if _SURROGATE_JSON.search(text) is not None:  # rare: check exactly, by encoding the characters
+        try:
+            json.dumps(json.loads(text), ensure_ascii=False).encode("utf-8")
+        except UnicodeEncodeError:
+            raise ToolOutputRefused("tool output holds a lone surrogate, which no UTF-8 text can") from None
 
 
 def run_tool(budget: StepBudget, function: Callable[..., Any], arguments: dict[str, Any]) -> tuple[Any, str | None,
@@ -275,6 +368,8 @@ def error_text(exc: BaseException) -> str:
         type(a) in _PLAIN_ARGUMENTS and (type(a) is not int or a.bit_length() <= 64)
         and (type(a) is not str or len(a) <= MESSAGE_LIMIT) for a in exc.args)
     text = str(exc)[:MESSAGE_LIMIT] if plain else "(a message that is not text)"
+    if _UNPRINTABLE.search(text) is not None:  # a terminal acts on these; a published file cannot hold a lone surrogate
+        return "(a message with control characters)"
     return _ADDRESS.sub("", text)  # a host message naming an object shows where it lives: not the same twice
 
 

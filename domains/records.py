@@ -23,6 +23,8 @@ from .sql import SharedReads, Statements
 
 DIGEST_MOD = 1 << 128
 ID_WIDTH = 6
+_PLAIN = (str, int, float, bool, type(None))
+MAX_ROWS = (1 << 31) - 1  # a find's limit past this is no limit (sqlite3's fetchmany takes a C int)
 
 
 def row_hash(table: str, row: dict[str, Any]) -> int:
@@ -130,6 +132,21 @@ class RecordStore:
         raise NotImplementedError
 
     @staticmethod
+    def _conditions(where: Any) -> dict[str, Any]:
+        """`where` as find reads it: a mapping of column to value (or nothing). Anything else is
+        refused before a dict is made of it, which would hash what the tool passed."""
+        where = where or {}
+        if type(where) is not dict:
+            raise ToolError(f"where must be a mapping of column to value, got a {type(where).__name__}")
+        return dict(where)
+
+    @staticmethod
+    def _row_count(limit: Any) -> int:
+        """`limit` as a number of rows; 0 (or less) means every row, as sqlite3's fetchmany(0) does,
+        and so does a limit past MAX_ROWS (which fetchmany could not take: OverflowError)."""
+        return min(max(int(limit), 0), MAX_ROWS)
+
+    @staticmethod
     def _ordering(order_by: Any) -> tuple[str | None, bool]:
         """(column, descending) for `order_by` ('col' or '-col'); the caller checks the column."""
         if order_by is None:
@@ -187,6 +204,8 @@ class RecordStore:
         row = self.get(table, key)
         if not isinstance(owner_column, str) or owner_column not in row:
             raise ToolError(f"table {table!r} has no column {owner_column!r}")
+        if type(owner) not in _PLAIN:  # it is shown in the message: a value a column can hold
+            raise ToolError(f"the owner must be a text or a number, got a {type(owner).__name__}")
         if row[owner_column] != owner:
             raise ToolError(f"{what or _singular(table)} {key} does not belong to "
                             f"{_singular(owner_column.removesuffix('_id'))} {owner}")
@@ -321,7 +340,7 @@ class Records(RecordStore):
         """Rows whose columns equal `where`, ordered by `order_by` ('-col' descends) then key."""
         self._table(table)
         sa_table = self._sa[table]
-        where = dict(where or {})
+        where = self._conditions(where)
         order, descending = self._ordering(order_by)
         for name in [*where, *([order] if order else [])]:
             if name not in sa_table.c:
@@ -345,9 +364,10 @@ class Records(RecordStore):
             if rows is None:
                 rows = tuple(self._sql.decode(table, r) for r in self._execute(key, build, params).fetchall())
                 shared.keep(key, rows)
-            return [dict(r) for r in (rows if limit is None else rows[:max(int(limit), 0)])]  # callers may edit theirs
+            count = None if limit is None else self._row_count(limit)
+            return [dict(r) for r in (rows[:count] if count else rows)]  # callers may edit theirs
         cursor = self._execute(key, build, params)
-        found = cursor.fetchall() if limit is None else cursor.fetchmany(max(int(limit), 0))
+        found = cursor.fetchall() if limit is None else cursor.fetchmany(self._row_count(limit))
         return [self._sql.decode(table, r) for r in found]
 
     # writing ----------------------------------------------------------------------------

@@ -28,7 +28,7 @@ from typing import Any, Literal
 from RestrictedPython import RestrictingNodeTransformer, compile_restricted_exec
 from RestrictedPython.Guards import guarded_unpack_sequence
 
-from .guards import API_CALL_STEPS, CHECKED_METHODS, Guards
+from .guards import API_CALL_STEPS, CHECKED_METHODS, KEYED_METHODS, MAX_INT_BITS, SIZED_METHODS, SMALL, Guards
 from .limits import StepBudget
 
 
@@ -73,6 +73,12 @@ CATCHABLE = {name: getattr(builtins, name) for name in (
     "ZeroDivisionError")}
 _CHECKED_OPERATORS = {ast.Add: "_add_", ast.Mult: "_mul_", ast.Pow: "_pow_", ast.LShift: "_lshift_",
                       ast.Mod: "_mod_"}
+# checked unless one side is a constant: with a constant, each is cheap and hashes nothing of the tool's
+_CHECKED_UNLESS_CONSTANT = {ast.FloorDiv: "_floordiv_", ast.Sub: "_sub_", ast.BitOr: "_or_", ast.BitAnd: "_and_",
+                            ast.BitXor: "_xor_"}
+_COMPARISONS = {ast.Eq: ("_eq_", "=="), ast.NotEq: ("_ne_", "!="), ast.Lt: ("_lt_", "<"), ast.LtE: ("_le_", "<="),
+                ast.Gt: ("_gt_", ">"), ast.GtE: ("_ge_", ">="), ast.In: ("_in_", "in"),
+                ast.NotIn: ("_not_in_", "not in"), ast.Is: (None, "is"), ast.IsNot: (None, "is not")}
 # Tool names an exported package's toolkit (τ²-bench's ToolKitBase and ours) already uses.
 RESERVED_TOOL_NAMES = frozenset({
     "tools", "use_tool", "get_tools", "has_tool", "is_discoverable", "get_discoverable_tools",
@@ -85,6 +91,28 @@ _TOOL_NAME = re.compile(r"[a-z][a-z0-9_]*")
 
 def _call(name: str, *args: ast.expr) -> ast.Call:
     return ast.Call(ast.Name(name, ast.Load()), list(args), [])
+
+
+def _constant(node: ast.expr) -> bool:
+    """A literal: a constant, or a list or tuple display of literals (bounded by the source)."""
+    return isinstance(node, ast.Constant) or (
+        isinstance(node, (ast.Tuple, ast.List)) and all(_constant(e) for e in node.elts))
+
+
+def _key(node: ast.expr) -> ast.expr:
+    """`node` as a value Python will hash: checked by `_key_` unless it is a literal."""
+    return node if _constant(node) else ast.copy_location(_call("_key_", node), node)
+
+
+def _compare_checked(op: ast.cmpop, left: ast.expr, right: ast.expr) -> bool:
+    """Whether `left op right` needs its guard: not with a literal on either side (a literal bounds
+    the work, and hashes nothing the tool built), except `x in {literal set}`, which hashes x, and
+    `0.5 in xs`, which may search a range item by item (an int is looked up in a range directly)."""
+    if isinstance(op, (ast.Is, ast.IsNot)):
+        return False
+    if isinstance(op, (ast.In, ast.NotIn)):
+        return not (_constant(right) or isinstance(left, ast.Constant) and type(left.value) is int)
+    return not (_constant(left) or _constant(right))
 
 
 class _ToolPolicy(RestrictingNodeTransformer):
@@ -122,9 +150,79 @@ class _ToolPolicy(RestrictingNodeTransformer):
     def visit_BinOp(self, node: ast.BinOp) -> ast.AST:
         node = super().visit_BinOp(node)
         guard = _CHECKED_OPERATORS.get(type(node.op))
+        if guard is None and not (_constant(node.left) or _constant(node.right)):
+            guard = _CHECKED_UNLESS_CONSTANT.get(type(node.op))
         if guard is None:
             return node
         return ast.fix_missing_locations(ast.copy_location(_call(guard, node.left, node.right), node))
+
+    def visit_Constant(self, node: ast.Constant) -> ast.AST:
+        if type(node.value) is int and node.value.bit_length() > MAX_INT_BITS:
+            self.error(node, f"an integer literal of {node.value.bit_length():,} bits is past the limit of "
+                             f"{MAX_INT_BITS:,}")
+        return super().visit_Constant(node)
+
+    def visit_Compare(self, node: ast.Compare) -> ast.AST:
+        """Comparisons through the guards (see guards.Guards.contains and eq): `a == b` becomes
+        `_eq_(a, b)`; a chain `a < b < c` becomes `_chain_(a, "<", lambda: b, "<", lambda: c)`,
+        which evaluates each operand once and stops at the first false comparison, as Python does."""
+        node = super().visit_Compare(node)
+        operands = [node.left, *node.comparators]
+        if not any(_compare_checked(op, operands[i], operands[i + 1]) for i, op in enumerate(node.ops)):
+            return node
+        if len(node.ops) == 1:
+            new = _call(_COMPARISONS[type(node.ops[0])][0], node.left, node.comparators[0])
+        else:
+            no_arguments = ast.arguments(posonlyargs=[], args=[], vararg=None, kwonlyargs=[], kw_defaults=[],
+                                         kwarg=None, defaults=[])
+            parts: list[ast.expr] = [node.left]
+            for op, right in zip(node.ops, node.comparators):
+                parts += [ast.Constant(_COMPARISONS[type(op)][1]), ast.Lambda(no_arguments, right)]
+            new = _call("_chain_", *parts)
+        return ast.fix_missing_locations(ast.copy_location(new, node))
+
+    def visit_Subscript(self, node: ast.Subscript) -> ast.AST:
+        node = super().visit_Subscript(node)
+        if isinstance(node, ast.Call):  # a read: _getitem_(value, key)
+            if not isinstance(node.args[1], ast.Slice):
+                node.args[1] = _key(node.args[1])
+        elif not isinstance(node.slice, ast.Slice):  # a write or del: _write_(value)[key]
+            node.slice = _key(node.slice)
+        return ast.fix_missing_locations(node)
+
+    def visit_Set(self, node: ast.Set) -> ast.AST:
+        node = super().visit_Set(node)
+        node.elts = [ast.copy_location(ast.Starred(_call("_keys_", e.value), ast.Load()), e)
+                     if isinstance(e, ast.Starred) else _key(e) for e in node.elts]
+        return ast.fix_missing_locations(node)
+
+    def visit_Dict(self, node: ast.Dict) -> ast.AST:
+        node = super().visit_Dict(node)
+        node.keys = [k if k is None else _key(k) for k in node.keys]  # None: `**mapping`, hashed already
+        return ast.fix_missing_locations(node)
+
+    def visit_SetComp(self, node: ast.SetComp) -> ast.AST:
+        node = super().visit_SetComp(node)
+        node.elt = _key(node.elt)
+        return ast.fix_missing_locations(node)
+
+    def visit_DictComp(self, node: ast.DictComp) -> ast.AST:
+        node = super().visit_DictComp(node)
+        node.key = _key(node.key)
+        return ast.fix_missing_locations(node)
+
+    def visit_Call(self, node: ast.Call) -> ast.AST:
+        """`d.get(k)` (and the other KEYED_METHODS) at a call site: the method is taken as it is
+        (`_keyed_getattr_`) and `k` checked by `_key_`, so a lookup by a literal costs nothing extra."""
+        keyed = (isinstance(node.func, ast.Attribute) and node.func.attr in KEYED_METHODS and node.args
+                 and not any(isinstance(a, ast.Starred) for a in node.args)
+                 and all(k.arg is not None for k in node.keywords))
+        node = super().visit_Call(node)
+        func = node.func
+        if keyed and isinstance(func, ast.Call) and isinstance(func.func, ast.Name) and func.func.id == "_getattr_":
+            func.func = ast.copy_location(ast.Name("_keyed_getattr_", ast.Load()), func.func)
+            node.args[0] = _key(node.args[0])
+        return ast.fix_missing_locations(node)
 
     def visit_FormattedValue(self, node: ast.FormattedValue) -> ast.AST:
         node = super().visit_FormattedValue(node)
@@ -379,8 +477,7 @@ def _iter_unpack_sequence(iterable: Iterable[Any], spec: dict[str, Any], getiter
         yield item if flat and type(item) is tuple else guarded_unpack_sequence(item, spec, getiter)
 
 
-_SAFE_BUILTINS = {name: getattr(builtins, name)
-                  for name in ("abs", "bool", "int", "isinstance", "len", "range", "round")}
+_SAFE_BUILTINS = {name: getattr(builtins, name) for name in ("abs", "bool", "isinstance", "len", "range")}
 
 
 # Letters that Unicode does not decompose into a base letter plus accents.
@@ -410,12 +507,18 @@ def sandbox_globals(budget: StepBudget, **names: Any) -> dict[str, Any]:
     method = guards.method
     frozen: set[int] = set()  # ids of the module's constants, filled by run_module
 
-    def guarded_getattr(obj: Any, name: str, *default: Any) -> Any:
+    def guarded_getattr(obj: Any, name: str, keyed: bool = False) -> Any:
+        """`obj.name`; `keyed`: at a call site whose first argument the policy checks (see visit_Call)."""
         kind = type(obj)
-        if (kind, name) in _ALLOWED_PAIRS:  # the hot path: str/dict/list methods
+        pair = (kind, name)
+        if pair in _ALLOWED_PAIRS:  # the hot path: str/dict/list methods
             if name in _MUTATING and id(obj) in frozen:
                 raise TypeError(f"module-level {kind.__name__}s are constants: {name}() would change one")
-            return method(obj, name) if name in CHECKED_METHODS else getattr(obj, name)
+            if pair in CHECKED_METHODS:
+                return getattr(obj, name) if keyed and name in KEYED_METHODS else method(obj, name)
+            if pair in SIZED_METHODS and len(obj) > SMALL:
+                return method(obj, name)
+            return getattr(obj, name)
         if not name.startswith("_") and name in getattr(kind, "TOOL_API", ()):
             budget.left -= API_CALL_STEPS  # paid when the record API or the clock is reached for
             if budget.left < 0:
@@ -435,6 +538,7 @@ def sandbox_globals(budget: StepBudget, **names: Any) -> dict[str, Any]:
         "__builtins__": {**_SAFE_BUILTINS, **guards.builtins(), **CATCHABLE, **_HELPERS},
         "__name__": "tools",
         "_getattr_": guarded_getattr,
+        "_keyed_getattr_": lambda obj, name: guarded_getattr(obj, name, True),
         "_getitem_": operator.getitem,
         "_write_": guarded_write,
         "_frozen_": frozen,
@@ -445,7 +549,11 @@ def sandbox_globals(budget: StepBudget, **names: Any) -> dict[str, Any]:
         "_apply_": lambda fn, *args, **kwargs: fn(*args, **kwargs),
         "_tick_": budget.tick,
         "_add_": guards.add, "_mul_": guards.mul, "_pow_": guards.pow, "_lshift_": guards.lshift,
-        "_mod_": guards.mod, "_format_": guards.format,
+        "_mod_": guards.mod, "_format_": guards.format, "_floordiv_": guards.floordiv, "_sub_": guards.sub,
+        "_or_": guards.or_, "_and_": guards.and_, "_xor_": guards.xor,
+        "_key_": guards.key, "_keys_": guards.keys,
+        "_eq_": guards.eq, "_ne_": guards.ne, "_lt_": guards.lt, "_le_": guards.le, "_gt_": guards.gt,
+        "_ge_": guards.ge, "_in_": guards.contains, "_not_in_": guards.not_in, "_chain_": guards.chain,
         "ToolError": ToolError,
         **names,
     }

@@ -20,7 +20,7 @@ from toolscale.domains import DomainError, Environment, ToolCompileError, limits
 from toolscale.domains.dictdb import DictTools
 
 RUNTIMES = ["environment", "package"]
-LIMITS = {"StepBudgetExceeded", "ToolSizeExceeded", "ToolTimeout", "ToolMemoryExceeded"}
+LIMITS = {"StepBudgetExceeded", "ToolSizeExceeded", "ToolTimeout", "ToolMemoryExceeded", "ToolOutputRefused"}
 FAULTS = LIMITS | {"TypeError", "AttributeError", "ValueError", "RecursionError", "PermissionError", "NameError", "ZeroDivisionError"}
 SHORT_TIME_LIMIT = 1.0  # seconds: the wall-clock limit of a call under `short_time_limit` (limits.TIME_LIMIT is 5)
 
@@ -149,7 +149,8 @@ EXHAUSTION = {
     "huge-output": 'return {"s": "x" * (300 * 10**6)}',
     "big-output": 'return {"rows": ["x" * 10**5] * 20}',
 }
-# Work the steps cannot see (C code over big objects): the wall-clock and memory watchdog.
+# Work the steps once could not see (C code over big objects): the step budget now pays for the search
+# and the case change by their size; the wall-clock and memory watchdog remain the backstop.
 BACKSTOPS = {
     "contains-in-loop": 'x = [0] * 10**5\nn = 0\nfor i in range(900000):\n    n += (i + 1) in x\nreturn {"n": n}',
     "memory-growth": 'big = "a" * 10**7\nkeep = []\nfor i in range(10**5):\n    keep.append(big.lower())\n'
@@ -168,7 +169,8 @@ def test_resource_exhaustion_is_stopped(runtime, name, library, library_rows):
 def test_work_the_step_budget_cannot_see_is_stopped_by_the_watchdog(runtime, name, library, library_rows, request):
     if name == "contains-in-loop":  # ends only at the time limit (memory-growth at the memory limit: it keeps 5 s)
         request.getfixturevalue("short_time_limit")
-    expected = {"contains-in-loop": {"ToolTimeout"}, "memory-growth": {"ToolMemoryExceeded", "ToolTimeout"}}[name]
+    expected = {"contains-in-loop": {"ToolTimeout", "StepBudgetExceeded"},
+                "memory-growth": {"ToolMemoryExceeded", "ToolTimeout", "StepBudgetExceeded"}}[name]
     assert_stopped(attack(runtime, library, library_rows, probe_source(BACKSTOPS[name])), expected)
 
 
@@ -572,7 +574,8 @@ SECOND_ROUND = {
     "module-dict-update": ('LIMITS.update({"x": 1})\nreturn {}', {"TypeError"}),
 }
 MODULE_STATE = 'SEEN = []\nLIMITS = {"tiers": ["a"]}\n'
-# One C call that runs long: the watchdog's exception can only land between bytecodes.
+# One C call that runs long: the watchdog's exception can only land between bytecodes. The step budget
+# now pays for a search and a list `in` by their size, so most end before the time limit.
 SECOND_ROUND_SLOW = {
     "hash-collisions": 'M = 2 ** 61 - 1\nreturn {"n": len(set(range(0, 60000 * M, M)))}',
     "sort-key-c-method": 'hay = "ab" * 2000000\nitems = ["a"] * 10000\nreturn {"n": sorted(items, key=hay.count)[0]}',
@@ -600,7 +603,7 @@ def test_long_c_calls_end_as_timeouts_soon_after_the_limit(runtime, name, librar
 
     start = time.monotonic()
     outcome = attack(runtime, library, library_rows, probe_source(SECOND_ROUND_SLOW[name]))
-    assert_stopped(outcome, {"ToolTimeout"})
+    assert_stopped(outcome, {"ToolTimeout", "StepBudgetExceeded"})
     assert time.monotonic() - start < short_time_limit + 4  # a 1 s limit; unchecked, these run minutes to hours
 
 
