@@ -12,12 +12,15 @@ that build rows do not pay for them.
 from __future__ import annotations
 
 import json
+import sqlite3
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from toolscale.domains import Domain, Environment, ToolResult, load_domain, load_domain_text, replay
+import sqlalchemy as sa
+
+from toolscale.domains import Domain, DomainError, Environment, ToolResult, load_domain, load_domain_text, replay
 from toolscale.domains.splits import SPLITS, TEST_FRACTION, assign_splits
 from toolscale.domains.tasks import Task
 
@@ -169,17 +172,61 @@ def domain_row(built: BuiltDomain) -> dict[str, Any]:
     }
 
 
+class RowError(DomainError):
+    """A dataset row that cannot be rebuilt or replayed (a database that does not fit the domain's
+    schema, a field that is not the JSON it should be); the message names the row and says why in
+    one line. A DomainError, so whoever catches those (trainer/data.py) catches these."""
+
+
+# what a hostile or damaged row raises on the way in: bad or too deeply nested JSON, values SQLite
+# cannot bind or store, rows the schema refuses (SQLAlchemy's errors carry the SQL: one line is kept)
+_ROW_FAULTS = (ValueError, TypeError, KeyError, OverflowError, RecursionError, sa.exc.SQLAlchemyError, sqlite3.Error)
+
+
+def _row_error(where: str, exc: BaseException) -> RowError:
+    lines = str(exc).strip().splitlines()
+    return RowError(f"{where}: {type(exc).__name__}" + (f": {lines[0][:300]}" if lines else ""))
+
+
 def environment_from_row(row: dict[str, Any]) -> Environment:
-    """The domain's environment in its initial state, from its `domains` row alone."""
-    domain = load_domain_text(row["domain_yaml"], row["tools_source"], row["policy"], origin=f"hf:{row['domain']}")
-    return Environment.from_rows(domain, json.loads(row["database"]))
+    """The domain's environment in its initial state, from its `domains` row alone. A row that
+    cannot give one raises DomainError (RowError for its database)."""
+    origin = f"hf:{row.get('domain')}"
+    try:
+        sources = row["domain_yaml"], row["tools_source"], row["policy"]
+    except (KeyError, TypeError) as exc:
+        raise _row_error(origin, exc) from None
+    domain = load_domain_text(*sources, origin=origin)
+    try:
+        rows = json.loads(row["database"])
+        if not isinstance(rows, dict) or not all(isinstance(table, list) and all(isinstance(r, dict) for r in table)
+                                                 for table in rows.values()):
+            raise ValueError("not a mapping of table name to a list of rows")
+        columns = {t.name: {c.name for c in t.columns} for t in domain.spec.tables}
+        for table, table_rows in rows.items():
+            if table not in columns:
+                raise ValueError(f"the domain has no table {table[:80]!r}")
+            unknown = sorted({name for r in table_rows for name in r} - columns[table])
+            if unknown:
+                raise ValueError(f"table {table!r} has no column(s) {', '.join(n[:80] for n in unknown[:5])}")
+        return Environment.from_rows(domain, rows)
+    except _ROW_FAULTS as exc:
+        raise _row_error(f"{origin}: database", exc) from None
 
 
 def replay_row(env: Environment, row: dict[str, Any]) -> tuple[list[ToolResult], str]:
-    """Replay a `tasks` row's gold actions on a fork of `env`: (results, final state hash)."""
-    calls = [(a["name"], json.loads(a["arguments"])) for a in row["actions"]]
+    """Replay a `tasks` row's gold actions on a fork of `env`: (results, final state hash).
+    RowError when the row's actions are not the JSON they should be."""
+    try:
+        calls = [(a["name"], json.loads(a["arguments"])) for a in row["actions"]]
+    except _ROW_FAULTS as exc:
+        raise _row_error(f"task {row.get('id')}: actions", exc) from None
     with env.fork() as fork:
-        return replay(fork, calls), fork.state_hash()
+        try:
+            results = replay(fork, calls)
+        except _ROW_FAULTS as exc:  # arguments the tools' schemas cannot even read (nested past pydantic's limit)
+            raise _row_error(f"task {row.get('id')}: actions", exc) from None
+        return results, fork.state_hash()
 
 
 DatasetRows = tuple[dict[str, list[dict[str, Any]]], dict[str, Any]]  # one domain's task rows by split, its domain row
@@ -194,5 +241,5 @@ def dataset_rows(built: BuiltDomain, splits: dict[str, str]) -> DatasetRows:
     return tasks, domain_row(built)
 
 
-__all__ = ["BuiltDomain", "DatasetRows", "PublishError", "Run", "dataset_rows", "domain_row", "environment_from_row",
-           "read_run", "replay_row", "stable_report", "task_from_row", "task_row"]
+__all__ = ["BuiltDomain", "DatasetRows", "PublishError", "RowError", "Run", "dataset_rows", "domain_row",
+           "environment_from_row", "read_run", "replay_row", "stable_report", "task_from_row", "task_row"]

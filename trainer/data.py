@@ -44,7 +44,11 @@ def load_dataset(source: str, split: str = "train", domains: list[str] | None = 
     candidates: dict[str, list[Task]] = defaultdict(list)
     for row in task_rows:
         if row["domain"] in loaded and (not intents or row["intent"] in intents):
-            candidates[row["domain"]].append(task_from_row(row))
+            try:
+                candidates[row["domain"]].append(task_from_row(row))
+            except (ValueError, KeyError, TypeError, RecursionError) as exc:  # pydantic's ValidationError is a ValueError
+                raise DataError(f"{source}: task {row.get('id')}: not a toolscale task row: "
+                                f"{(str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]}") from None
     for name, data in sorted(loaded.items()):
         keep_usable(data, candidates[name], max_tasks_per_domain)
     return dict(sorted(loaded.items()))
