@@ -762,3 +762,15 @@ def cancel_private_event(guest_id: str, event_id: str) -> dict:
     venue = db.get("venues", event["venue_id"])
     return {"event_id": event_id, "status": "cancelled", "days_ahead": days_ahead, "deposit": event["deposit"],
             "deposit_status": deposit_status, "currency": venue["currency"]}
+
+
+@tool("write")
+def transfer_to_human_agents(reason: Literal["large_table", "other"], summary: str | None = None) -> dict:
+    """Hand the guest over to a human agent, when the policy says a request is theirs to handle.
+
+    Args:
+        reason: Why the guest is handed over, e.g. "large_table".
+        summary: A short note of the request for the human agent, e.g. "table for 12 at Osteria Lume on 2026-10-20".
+    """
+    handoff = db.insert("handoffs", {"reason": reason, "requested_at": clock.now()})
+    return {"handoff_id": handoff["handoff_id"], "status": "transferred", "reason": reason}
