@@ -52,10 +52,10 @@ def _plural(noun: str, count: Any) -> str:
 
 
 class _Environment(BoundedEnvironment):
-    """Jinja's sandbox with bounded work (pipeline/template_limits.py), each template's globals a plain dict: Jinja chains them to the environment's
-    (a ChainMap), and every render copies them into a new context, which made that copy ~2/3 of an
-    expression's cost (14 of 21 µs; 4.5 µs with a dict). A copy protects the environment's globals as
-    the chain does; they are not changed after this module is set up."""
+    """Jinja's sandbox with bounded work (pipeline/template_limits.py), each template's globals a plain
+    dict: Jinja chains them to the environment's (a ChainMap), and every render copies them into a new
+    context, which made that copy ~2/3 of an expression's cost (14 of 21 µs; 4.5 µs with a dict). A copy
+    protects the environment's globals as the chain does; they are not changed after this module is set up."""
 
     def make_globals(self, d: dict[str, Any] | None) -> dict[str, Any]:  # type: ignore[override]
         return {**self.globals, **(d or {})}
