@@ -224,13 +224,19 @@ def _reasoning_lines(report: dict[str, Any]) -> list[str]:
     if "reasoning" not in report["totals"]:  # a report.json from before it was measured
         return []
     columns = {**report.get("reasoning_reference", {}), "this run": report["totals"]["reasoning"]["shares"]}
-    domains = {n: {**d["reasoning"]["shares"], "rules_tested": len(d["reasoning"].get("rules_tested", {}))}
-               for n, d in report["domains"].items() if "reasoning" in d}
+    tested = {n: d["reasoning"].get("rules_tested", {}) for n, d in report["domains"].items() if "reasoning" in d}
+    domains = {n: {**report["domains"][n]["reasoning"]["shares"],
+                   "rules_tested": f"{len(rules)} ({sum(rules.values()):,} tasks)"} for n, rules in tested.items()}
+    tests, tasks = sum(sum(r.values()) for r in tested.values()), report["totals"]["reasoning"]["shares"]["tasks"]
     lines = ["", "## Reasoning asked of the agent", "",
              "Measured by quality/difficulty.py on this run's accepted tasks and, where they are at hand, on "
              "τ²-bench's own retail and airline tasks (their figures only); `meta.difficulty` is labelled from "
-             "these measures, not from a task's length.", ""]
-    return lines + markdown_rows(columns) + [""] + markdown_columns(domains)
+             "these measures, not from a task's length. A refusal is found from the text (a change asked for, "
+             "none made), the same way for both; an allowed alternative is not.", ""]
+    exact = (f"Built to test a rule the agent must apply (the literal request runs in the tools and breaks it: a "
+             f"refusal, an alternative or a transfer; from `meta.tests_rule`): {tests:,} of {tasks:,} tasks "
+             f"({tests / max(tasks, 1):.1%}).")
+    return lines + markdown_rows(columns) + ["", exact, ""] + markdown_columns(domains)
 
 
 def _quality_lines(report: dict[str, Any]) -> list[str]:

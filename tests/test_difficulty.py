@@ -83,5 +83,7 @@ def test_meta_difficulty_is_the_measured_one_and_the_report_adds_domains_up(bank
     assert f"| this run ({len(accepted):,}) |" in text.replace(" | this run", "| this run")
     section = text[text.index("## Reasoning"):]
     bank_row = next(line for line in section.splitlines() if line.startswith("| bank | "))
-    assert bank_row.endswith(f"| {len(funnel['reasoning']['rules_tested'])} |")
+    rules = funnel["reasoning"]["rules_tested"]
+    assert bank_row.endswith(f"| {len(rules)} ({sum(rules.values()):,} tasks) |")
+    assert f"{sum(rules.values()):,} of {len(accepted):,} tasks" in section
     assert set(funnel["reasoning"]["rules_tested"]) == {r.id for r in domain.spec.rules if r.agent is not None}
