@@ -173,17 +173,21 @@ def _unbuilt(domain: Domain, intent: Intent, task_id: str, lineage: Lineage) -> 
                 meta=TaskMeta(intent=intent.name, kind=intent.kind, difficulty="easy", lineage=lineage))
 
 
-def _naive(domain: Domain, gold: list[Action], template: TaskTemplate, context: dict[str, Any]) -> list[Action]:
+def naive_actions(domain: Domain, gold: list[Action], literal: list[tuple[str, dict[str, Any]]]) -> list[Action]:
     """What an agent that does exactly what the user asks would call: the gold's lookups (its calls
-    before the first write a user wants), then the template's `naive` calls, which may use what the
-    gold's calls returned (`out`)."""
-    if not template.naive:
-        return []
+    before the first write a user wants), then `literal`, the calls the request asks for (both
+    backends build a task's meta.naive_actions here)."""
     specs = domain.toolkit.specs
     first_write = next((i for i, a in enumerate(gold) if specs[a.name].changes_what_users_want), len(gold))
-    literal = [(step.name, render_value(step.arguments, context)) for step in template.naive]
     return [Action(action_id=str(i), name=name, arguments=arguments)
             for i, (name, arguments) in enumerate([*((a.name, a.arguments) for a in gold[:first_write]), *literal])]
+
+
+def _naive(domain: Domain, gold: list[Action], template: TaskTemplate, context: dict[str, Any]) -> list[Action]:
+    """The template's `naive` calls after the gold's lookups; they may use what the gold's calls returned (`out`)."""
+    if not template.naive:
+        return []
+    return naive_actions(domain, gold, [(step.name, render_value(step.arguments, context)) for step in template.naive])
 
 
 def _build(domain: Domain, env: Environment, intent: Intent, context: dict[str, Any], task_id: str,
