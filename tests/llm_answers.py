@@ -4,7 +4,8 @@ A stage is recognised by the `## Request` block every toolscale prompt ends with
 not built in (a `new-domain` brief) is answered with a built-in one chosen by its name. Rows come
 from the built-in domain's offline population, re-keyed to the keys the request offers; tasks
 come from the built-in intent templates bound to the database slice in the prompt
-(examples.task_answer_from_template), so they replay on the client's database.
+(examples.task_answer_from_template), so they replay on the client's database; an intent that tests
+an agent rule is answered with its naive calls too.
 """
 
 from __future__ import annotations
@@ -12,9 +13,12 @@ from __future__ import annotations
 import json
 import re
 import zlib
+from functools import lru_cache
 from typing import Any
 
 from toolscale.domains import BUILTIN_DOMAINS
+from toolscale.domains.rules import TRANSFER_TOOL, agent_rules
+from toolscale.pipeline.llm.design import HANDOFFS, MIN_AGENT_RULES
 from toolscale.pipeline.llm.examples import builtin as builtin_domain
 from toolscale.pipeline.llm.examples import intent_proposal, offline_rows, task_answer_from_template
 from toolscale.pipeline.llm.rows import auto_key
@@ -33,9 +37,23 @@ def sections(text: str) -> dict[str, Any]:
     return found
 
 
+@lru_cache(maxsize=None)
+def designable() -> tuple[str, ...]:
+    """The built-in domains whose design the design stage accepts: rules the agent applies, a handoffs
+    table and transfer_to_human_agents (pipeline/llm/design.py)."""
+    return tuple(name for name in BUILTIN_DOMAINS
+                 if len(agent_rules(builtin_domain(name).spec)) >= MIN_AGENT_RULES
+                 and any(t.name == HANDOFFS for t in builtin_domain(name).spec.tables)
+                 and TRANSFER_TOOL in builtin_domain(name).toolkit.specs)
+
+
 def builtin_for(name: str) -> str:
-    """The built-in domain that stands in for `name` (itself, when built in)."""
-    return name if name in BUILTIN_DOMAINS else BUILTIN_DOMAINS[zlib.crc32(name.encode()) % len(BUILTIN_DOMAINS)]
+    """The built-in domain that stands in for `name` (itself, when built in; else one drawn by the name's
+    hash, among those the design stage accepts when the draw is not)."""
+    if name in BUILTIN_DOMAINS:
+        return name
+    drawn = BUILTIN_DOMAINS[zlib.crc32(name.encode()) % len(BUILTIN_DOMAINS)]
+    return drawn if drawn in designable() else designable()[zlib.crc32(name.encode()) % len(designable())]
 
 
 def design(request: dict[str, Any]) -> dict[str, Any]:
@@ -97,8 +115,9 @@ DISTRACTOR = "In passing, you mention the trip you took last spring; it has noth
 
 
 def harden(task: dict[str, Any]) -> dict[str, Any]:
-    """The verified task with a distractor added: it replays as the original does."""
-    keep = ("reason_for_call", "known_info", "unknown_info", "actions", "communicate", "nl_assertions")
+    """The verified task with a distractor added: it replays as the original does (its naive calls too)."""
+    keep = ("reason_for_call", "known_info", "unknown_info", "actions", "communicate", "nl_assertions", "naive")
+    keep = [k for k in keep if k in task]
     return {"steps": ["distractor"],
             "task": {**{k: task[k] for k in keep}, "task_instructions": f"{task['task_instructions']} {DISTRACTOR}"}}
 

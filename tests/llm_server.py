@@ -17,7 +17,9 @@ nothing. Two design kinds, not among the defaults, replay what a capable model w
 (notes/audit-2026-12-01/llm_real.md): "bad_gen_hints" gives three tables a column whose template
 cannot fill it (all three at once, as that model's first answer had them), "typed_templates" adds
 the audit's templates that print their numbers and booleans as text (which populate converts); a
-task kind, "unsaid_argument", drops what the user says, so the gold uses values no user told.
+task kind, "unsaid_argument", drops what the user says, so the gold uses values no user told; another,
+"literal_is_gold", makes a rule-testing task's naive calls the gold's last call, so the literal
+request keeps the rule it should break and ends in the gold's state (the policy gate refuses it).
 `bodies` keeps every request body, for tests that read the repair prompts.
 
 Run it by hand: `python tests/llm_server.py --port 8011 [--latency 0.05] [--fault-rate 0.3]`.
@@ -49,7 +51,7 @@ ALL_FAULTS = TRANSPORT_FAULTS + CONTENT_FAULTS
 DESIGN_FAULTS = ("bad_gen_hints", "typed_templates")
 # The audit's second run (llm_real2.md): a task whose gold replays but uses values the user never
 # says (its model paraphrased a problem description); the realizability gate rejects it.
-TASK_FAULTS = ("unsaid_argument",)
+TASK_FAULTS = ("unsaid_argument", "literal_is_gold")
 # A number column whose template prints through blocks, a text column given a number, a boolean
 # given the strings 'true'/'false': the three the audit's model needed three repair rounds for.
 AUDIT_TEMPLATES = [
@@ -127,6 +129,8 @@ def corrupt(kind: str, stage: str, answer: dict[str, Any]) -> str:
                                        *answer["intents"][1:]]})
     if kind == "unsaid_argument" and stage == "task" and answer.get("actions"):
         return json.dumps({**answer, "known_info": "", "task_instructions": "Ask the agent to sort it out."})
+    if kind == "literal_is_gold" and stage == "task":  # a task that tests no rule is left as it is
+        return json.dumps({**answer, "naive": answer["actions"][-1:]} if answer.get("naive") else answer)
     if kind == "bad_tool_source" and stage == "tools":
         return json.dumps({"source": "import os\n\n" + answer["source"]})
     return json.dumps({"unexpected_field": True, **{k: v for k, v in list(answer.items())[1:]}})

@@ -244,7 +244,7 @@ def test_variants_that_stay_broken_are_rejected_with_their_reason_and_their_base
 def test_a_variant_must_change_the_task_and_a_composition_must_add_calls(clean_run):
     (domain, rows, tasks, _, _), _ = clean_run
     base = tasks[0]
-    shown = shown_task(base)
+    shown = shown_task(base, domain)
     same = TaskAnswer(**{k: shown[k] for k in ("reason_for_call", "known_info", "unknown_info", "task_instructions",
                                                "nl_assertions")},
                       actions=shown["actions"], communicate=base.evaluation_criteria.communicate_info)

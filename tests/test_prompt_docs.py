@@ -25,6 +25,7 @@ from pydantic import BaseModel
 
 from toolscale.domains import Environment
 from toolscale.domains.records import Clock, RecordStore
+from toolscale.domains.rules import HELPERS as RULE_HELPERS
 from toolscale.pipeline import templating
 from toolscale.pipeline.llm import requests
 from toolscale.pipeline.llm.answers import (DesignAnswer, HardenAnswer, IntentsAnswer, JudgeAnswer, RowsAnswer,
@@ -197,11 +198,13 @@ def test_every_helper_and_filter_the_design_example_uses_exists(rendered):
 
 
 def test_every_helper_and_filter_the_design_prose_names_exists(rendered):
+    """Generation templates' helpers, and those of a rule's agent check (domains/rules.py HELPERS)."""
     text = prose(rendered["design"])
     spans = re.findall(r"`[^`\n]*`", text)
     calls = {name for span in spans for name in re.findall(r"(?<![|\w.])([a-z_]+)\(", span)}
     filters = {name for span in spans for name in re.findall(r"\|\s*([a-z_]+)", span)}
-    assert calls <= template_helpers() | set(DEFAULT_NAMESPACE), calls - template_helpers()
+    known = template_helpers() | set(DEFAULT_NAMESPACE) | set(RULE_HELPERS)
+    assert calls <= known, calls - known
     assert filters <= set(templating._ENV.filters), filters - set(templating._ENV.filters)
 
 
@@ -210,6 +213,12 @@ def test_every_filter_a_reference_in_the_prompt_uses_exists(rendered, stage):
     spans = re.findall(r"\{\{.*?\}\}", rendered[stage])
     used = {f for span in spans for f in _template_names(span)[1]}
     assert used <= set(templating._ENV.filters), used - set(templating._ENV.filters)
+
+
+def test_the_design_prompt_documents_every_helper_an_agent_check_may_use(rendered):
+    text = prose(rendered["design"])
+    missing = sorted(n for n in RULE_HELPERS if not documented(n, text))
+    assert not missing, f"design.j2 never explains the agent-check helpers {missing}"
 
 
 def test_every_record_and_clock_method_the_tools_prompt_names_exists(rendered):

@@ -47,6 +47,8 @@ class IntentProposal(_Answer):
     tools: list[str] = Field(min_length=1, description="the tools an agent needs, in order")
     premise: str | None = Field(None, description="what the anchor record must be for the request to make "
                                                   "sense: an expression over `row`; null when any record fits")
+    tests_rule: str | None = Field(None, description="the id of the agent rule the intent is built to test: what "
+                                                     "the user literally asks breaks it; null for an everyday request")
 
 
 class IntentsAnswer(_Answer):
@@ -69,6 +71,9 @@ class TaskAnswer(_Answer):
     actions: list[ActionAnswer] = Field(default_factory=list)
     communicate: list[str] = Field(default_factory=list)
     nl_assertions: list[str] = Field(default_factory=list)
+    naive: list[ActionAnswer] = Field(default_factory=list, description=(
+        "the calls an agent that does exactly what the user literally asks would make after the gold's lookups; "
+        "required when the intent tests a rule, empty otherwise"))
 
     @model_validator(mode="after")
     def _complete(self) -> TaskAnswer:

@@ -3,8 +3,10 @@
 Each `build_*` function turns a parsed answer into the domain's artifact through the same code
 that loads a domain folder (`parse_spec`, `load_domain_text`, the RestrictedPython compiler), plus
 smoke checks the loader cannot make alone: the design's generation hints fill a small database
-with its constraints on, and every tool runs once on it without crashing. Whatever fails comes
-back as `Invalid` problems for a repair round.
+with its constraints on, and every tool runs once on it without crashing. The design holds rules
+the agent applies (their `breaks` checked while the design can still change) and a handoffs table,
+and the tools a transfer_to_human_agents as τ²-bench has it. Whatever fails comes back as
+`Invalid` problems for a repair round.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import yaml
 from toolscale.domains import Domain, DomainError, Environment, load_domain_text
 from toolscale.domains.domain import parse_spec
 from toolscale.domains.premises import premise_problems
+from toolscale.domains.rules import TRANSFER_TOOL, agent_rules, rule_problems
 from toolscale.domains.spec import IDENTIFIER, DomainSpec, Intent
 from toolscale.domains.sql import build_metadata, create_schema
 
@@ -124,6 +127,33 @@ def _design_problems(spec: DomainSpec) -> list[Problem]:
         if bad:
             problems.append(Problem("spec", f"rule {rule.id!r}: {', '.join(map(repr, bad))} are not tool names",
                                     f"rule {rule.id}"))
+    return problems + _agent_rule_problems(spec)
+
+
+MIN_AGENT_RULES = 3  # rules the agent must apply, so that tasks can test judgement and not only tool calls
+HANDOFFS = "handoffs"  # the table transfer_to_human_agents writes to
+
+
+def _agent_rule_problems(spec: DomainSpec) -> list[Problem]:
+    """The rules the agent applies: enough of them, none also enforced by a tool, each `breaks` an
+    expression the loader will accept (checked now, while the design can still change; the tools it
+    names are written next), and a handoffs table for the transfers the policy calls for."""
+    rules = agent_rules(spec)
+    problems = []
+    if len(rules) < MIN_AGENT_RULES:
+        problems.append(Problem("agent_rules", f"the rules hold {len(rules)} rule(s) with an `agent` check; give at "
+                                               f"least {MIN_AGENT_RULES} rules the agent applies and no tool enforces",
+                                "rules"))
+    for rule in rules:
+        if rule.enforced_by:
+            problems.append(Problem("agent_rules", f"rule {rule.id!r} has an `agent` check and `enforced_by` tools: a "
+                                                   "rule the agent applies is enforced by no tool; drop one of them",
+                                    f"rule {rule.id}"))
+        problems += [Problem("agent_rules", message, f"rule {rule.id}")
+                     for message in rule_problems(rule, spec, rule.agent.calls)]
+    if not any(t.name == HANDOFFS for t in spec.tables):
+        problems.append(Problem("agent_rules", f"no `{HANDOFFS}` table: {TRANSFER_TOOL} stores each transfer to a "
+                                               "human there (its reason and when), a table with no rows", "tables"))
     return problems
 
 
@@ -139,6 +169,9 @@ def build_design(name: str, answer: DesignAnswer, seed: int) -> tuple[DomainSpec
         raise Invalid([Problem("spec", line, _spec_field(line, answer.tables))
                        for line in str(exc).splitlines() if line.strip()][:MAX_PROBLEMS]) from None
     problems = _design_problems(spec)
+    if TRANSFER_TOOL not in answer.policy:
+        problems.append(Problem("agent_rules", f"the policy never names `{TRANSFER_TOOL}`: say when the agent "
+                                               "transfers a user to a human, and with which reason", "policy"))
     try:
         rows = smoke_rows(spec, seed)
     except Invalid as exc:
@@ -174,15 +207,49 @@ def _smoke_tools(domain: Domain, rows: Rows) -> list[Problem]:
     return problems
 
 
+_SUMMARY = "Smoke-test note for the human agent"
+
+
+def _transfer_problems(domain: Domain, rows: Rows) -> list[Problem]:
+    """transfer_to_human_agents as τ²-bench has it: a write with a `reason` from a list and an optional
+    `summary` that no table stores (free text would make end states incomparable)."""
+    spec = domain.toolkit.specs.get(TRANSFER_TOOL)
+    where = f"tool {TRANSFER_TOOL}"
+    if spec is None:
+        return [Problem("missing_tool", f"no tool {TRANSFER_TOOL!r}: write it (a write with `reason`, one of a list, "
+                                        f"and an optional `summary`), storing the handoff in `{HANDOFFS}`", where)]
+    params = spec.parameters["properties"]
+    problems = []
+    if spec.kind != "write":
+        problems.append(Problem("transfer_tool", f"{TRANSFER_TOOL} records a handoff: decorate it @tool(\"write\")",
+                                where))
+    if "enum" not in params.get("reason", {}):
+        problems.append(Problem("transfer_tool", f"{TRANSFER_TOOL} needs a `reason` parameter typed Literal[...] with "
+                                                 "the reasons the policy names and \"other\"", where))
+    if "summary" not in params or "summary" in spec.parameters.get("required", []):
+        problems.append(Problem("transfer_tool", f"{TRANSFER_TOOL} needs an optional `summary: str | None = None`",
+                                where))
+    if problems:
+        return problems
+    with Environment.from_rows(domain, rows) as env, env.fork() as fork:
+        fork.call(TRANSFER_TOOL, {"reason": params["reason"]["enum"][0], "summary": _SUMMARY})
+        stored = _SUMMARY in str(fork.dump())
+    if stored:
+        problems.append(Problem("transfer_tool", f"{TRANSFER_TOOL} stores its `summary`: keep the summary out of "
+                                                 "every table (store the reason and when)", where))
+    return problems
+
+
 def build_tools(spec: DomainSpec, policy: str, answer: ToolsAnswer, rows: Rows) -> Domain:
-    """The domain with its compiled tools, or Invalid (compile errors, missing tools, crashes)."""
+    """The domain with its compiled tools, or Invalid (compile errors, missing tools, crashes, a
+    transfer_to_human_agents unlike τ²-bench's)."""
     try:
         domain = load_domain_text(spec_yaml(spec), answer.source, policy, spec.name)
     except DomainError as exc:
         category = "missing_tool" if "unknown tool" in str(exc) else "tool_compile"
         raise Invalid([Problem(category, line, _tools_field(line))
                        for line in str(exc).splitlines() if line.strip()][:MAX_PROBLEMS]) from None
-    problems = _smoke_tools(domain, rows)
+    problems = _smoke_tools(domain, rows) + _transfer_problems(domain, rows)
     if problems:
         raise Invalid(problems[:MAX_PROBLEMS])
     return domain
@@ -193,7 +260,7 @@ def _normalized(text: str) -> str:
 
 
 def _intent_problems(intent: IntentProposal, tools: dict[str, Any], tables: dict[str, Any],
-                     populated: set[str]) -> list[Problem]:
+                     populated: set[str], rules: list[str]) -> list[Problem]:
     problems = []
     unknown = [t for t in intent.tools if t not in tools]
     if unknown:
@@ -208,6 +275,11 @@ def _intent_problems(intent: IntentProposal, tools: dict[str, Any], tables: dict
     elif intent.premise is not None:
         problems += [Problem("bad_premise", f"intent {intent.name!r}: {p}", f"intent {intent.name}")
                      for p in premise_problems(intent.premise, tables[intent.anchor_table])]
+    if intent.tests_rule is not None and intent.tests_rule not in rules:
+        known = ", ".join(rules) or "none"
+        problems.append(Problem("unknown_rule", f"intent {intent.name!r} tests {intent.tests_rule!r}, which is no rule "
+                                                f"the agent applies; `tests_rule` names one of: {known} (or is null)",
+                                f"intent {intent.name}"))
     return problems
 
 
@@ -216,11 +288,12 @@ def build_intents(domain: Domain, answer: IntentsAnswer, count: int, final: bool
     tools = domain.toolkit.specs
     tables = {t.name: t for t in domain.spec.tables}
     populated = {t.name for t in domain.spec.tables if t.rows > 0 or t.per is not None or t.data}
+    rules = [rule.id for rule in agent_rules(domain.spec)]
     kept: list[IntentProposal] = []
     seen: set[str] = set()
     problems: list[Problem] = []
     for intent in answer.intents:
-        wrong = _intent_problems(intent, tools, tables, populated)
+        wrong = _intent_problems(intent, tools, tables, populated, rules)
         problems += wrong
         if not wrong and intent.name not in seen and _normalized(intent.description) not in seen:
             seen.update((intent.name, _normalized(intent.description)))

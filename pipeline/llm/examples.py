@@ -78,14 +78,20 @@ def intent_proposal(intent: Intent) -> IntentProposal | None:
         tools = list(dict.fromkeys(a.name for a in intent.template.actions))
     else:
         return None
+    tested = intent.template.tests_rule if intent.template is not None else None
+    if tested is not None:  # the tool the literal request calls is offered too, though the gold does not call it
+        tools = list(dict.fromkeys([*tools, *(a.name for a in intent.template.naive)]))
     return IntentProposal(name=intent.name, description=intent.description, kind=intent.kind,
-                          anchor_table=anchor, tools=tools, premise=intent.premise)
+                          anchor_table=anchor, tools=tools, premise=intent.premise, tests_rule=tested)
 
 
 @lru_cache(maxsize=None)
-def intents_example(name: str, count: int = 4) -> list[dict[str, Any]]:
-    intents = [i for i in builtin(name).spec.intents if i.template][:count]
-    return [intent_proposal(i).model_dump(mode="json") for i in intents]
+def intents_example(name: str, count: int = 4, tested: int = 2) -> list[dict[str, Any]]:
+    """The first `count` intents of a built-in domain and its first `tested` that test an agent rule."""
+    intents = [i for i in builtin(name).spec.intents if i.template]
+    chosen = ([i for i in intents if i.template.tests_rule is None][:count]
+              + [i for i in intents if i.template.tests_rule is not None][:tested])
+    return [intent_proposal(i).model_dump(mode="json") for i in chosen]
 
 
 def _leaves(value: Any, path: str = ""):
@@ -139,28 +145,42 @@ def task_answer_from_template(domain: Domain, intent: Intent, rows: Rows, seed: 
         return None
     task = tasks[0]
     outputs = task.meta.expected_outputs
-    actions = []
-    for action, step in zip(task.evaluation_criteria.actions, template.actions):
-        arguments = {}
-        for name, value in action.arguments.items():
-            raw = step.arguments.get(name)
-            reference = out_reference(outputs, raw, value) if isinstance(raw, str) and "out[" in raw else None
-            arguments[name] = reference or value
-        actions.append(ActionAnswer(name=action.name, arguments=arguments))
+    actions = _answer_actions(outputs, task.evaluation_criteria.actions, template.actions)
+    literal = task.meta.naive_actions[len(task.meta.naive_actions) - len(template.naive):]  # after the lookups
     communicate = [out_reference(outputs, raw, value) or value
                    for raw, value in zip(template.communicate, task.evaluation_criteria.communicate_info) if value]
     text = task.user_scenario.instructions
     return TaskAnswer(reason_for_call=text.reason_for_call, known_info=text.known_info or "",
                       unknown_info=text.unknown_info or "", task_instructions=text.task_instructions,
                       actions=actions, communicate=communicate,
-                      nl_assertions=task.evaluation_criteria.nl_assertions)
+                      nl_assertions=task.evaluation_criteria.nl_assertions,
+                      naive=_answer_actions(outputs, literal, template.naive))
+
+
+def _answer_actions(outputs: list[Any], actions: list[Any], steps: list[Any]) -> list[ActionAnswer]:
+    """Replayed actions as a model writes them: literal values, and a reference to an earlier output
+    wherever the template's argument took its value from one."""
+    answers = []
+    for action, step in zip(actions, steps):
+        arguments = {}
+        for name, value in action.arguments.items():
+            raw = step.arguments.get(name)
+            reference = out_reference(outputs, raw, value) if isinstance(raw, str) and "out[" in raw else None
+            arguments[name] = reference or value
+        answers.append(ActionAnswer(name=action.name, arguments=arguments))
+    return answers
 
 
 @lru_cache(maxsize=None)
-def task_example(name: str) -> dict[str, Any]:
-    """A task answer of the example domain, from an intent whose gold uses an earlier output."""
+def task_example(name: str, tests_rule: bool = False) -> dict[str, Any]:
+    """A task answer of the example domain, from an intent whose gold uses an earlier output, or (with
+    `tests_rule`) from its first intent that tests an agent rule ({} when it has none)."""
     domain = builtin(name)
     intents = [i for i in domain.spec.intents if i.template]
+    if tests_rule:
+        intents = [i for i in intents if i.template.tests_rule is not None]
+        if not intents:
+            return {}
     chosen = next((i for i in intents if any("out[" in json.dumps(a.arguments) for a in i.template.actions)),
                   intents[0])
     answer = None
@@ -168,5 +188,6 @@ def task_example(name: str) -> dict[str, Any]:
         answer = task_answer_from_template(domain, chosen, offline_rows(name), seed)
         if answer is not None:
             break
+    shown = {"infeasible"} if tests_rule else {"infeasible", "naive"}  # an everyday task's empty naive: left out
     return {"intent": intent_proposal(chosen).model_dump(mode="json"),
-            "answer": answer.model_dump(mode="json", exclude={"infeasible"}) if answer else {}}
+            "answer": answer.model_dump(mode="json", exclude=shown) if answer else {}}

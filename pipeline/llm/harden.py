@@ -14,21 +14,27 @@ from toolscale.domains.spec import DomainSpec
 from toolscale.domains.tasks import Lineage, Task
 from toolscale.quality.difficulty import task_difficulty
 
-from ..instantiate import write_calls
+from ..instantiate import naive_actions, write_calls
 from ..operators import Operator
 from .answers import HardenAnswer, IntentProposal
 from .dialogue import Invalid, Problem
-from .tasks import Screen, build_task, gate_problem, unbuilt_task
+from .tasks import Screen, build_task, screened, unbuilt_task
 
 
-def shown_task(task: Task) -> dict[str, Any]:
-    """What the prompt shows of a verified task: the user's side, the gold calls and their outputs."""
+def shown_task(task: Task, domain: Domain) -> dict[str, Any]:
+    """What the prompt shows of a verified task: the user's side, the gold calls and their outputs, and
+    for a task that tests a rule its `naive` calls (those after the gold's lookups)."""
     ins = task.user_scenario.instructions
-    return {"reason_for_call": ins.reason_for_call, "known_info": ins.known_info or "",
-            "unknown_info": ins.unknown_info or "", "task_instructions": ins.task_instructions,
-            "actions": [{"name": a.name, "arguments": a.arguments} for a in task.evaluation_criteria.actions],
-            "outputs": task.meta.expected_outputs, "communicate": task.evaluation_criteria.communicate_info,
-            "nl_assertions": task.evaluation_criteria.nl_assertions}
+    actions = task.evaluation_criteria.actions
+    shown = {"reason_for_call": ins.reason_for_call, "known_info": ins.known_info or "",
+             "unknown_info": ins.unknown_info or "", "task_instructions": ins.task_instructions,
+             "actions": [{"name": a.name, "arguments": a.arguments} for a in actions],
+             "outputs": task.meta.expected_outputs, "communicate": task.evaluation_criteria.communicate_info,
+             "nl_assertions": task.evaluation_criteria.nl_assertions}
+    if task.meta.naive_actions:
+        lookups = len(naive_actions(domain, actions, []))
+        shown["naive"] = [{"name": a.name, "arguments": a.arguments} for a in task.meta.naive_actions[lookups:]]
+    return shown
 
 
 def anchor_record(task: Task, spec: DomainSpec, rows: dict[str, list[dict[str, Any]]],
@@ -66,9 +72,7 @@ def build_hardened(domain: Domain, env: Environment, base: Task, intent: IntentP
         raise Invalid([Problem("not_composed", f"a composition adds a second request, but the gold has {calls} "
                                                f"actions, as many as the original's or fewer", "steps")])
     variant = _as_variant(domain, base, task, answer.steps)
-    failed = screen(variant, env) if screen else None
-    if failed:
-        raise Invalid([gate_problem(*failed)])
+    screened(variant, env, screen)
     return variant
 
 

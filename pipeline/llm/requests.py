@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from toolscale.domains import Domain
+from toolscale.domains.rules import TRANSFER_TOOL, agent_rules
 from toolscale.domains.spec import DomainSpec
 
 from ..operators import LLM_STEPS, MEANINGS
@@ -18,6 +19,7 @@ from .answers import IntentProposal
 from .examples import (design_example, example_domain_name, intents_example, rows_example, task_example,
                        tools_example)
 from .rows import Batch, auto_key, premises, referenced
+from .tasks import tested_rule
 
 
 def design(name: str, brief: str) -> list[dict[str, str]]:
@@ -28,7 +30,8 @@ def design(name: str, brief: str) -> list[dict[str, str]]:
 
 def tools(spec: DomainSpec, policy: str) -> list[dict[str, str]]:
     example = example_domain_name(spec.name)
-    required = list(dict.fromkeys(t for rule in spec.rules for t in rule.enforced_by))
+    required = list(dict.fromkeys([*(t for rule in spec.rules for t in rule.enforced_by),
+                                   *(t for rule in spec.rules if rule.agent for t in rule.agent.calls), TRANSFER_TOOL]))
     return prompts.messages("tools", domain=spec, policy=policy, required=required, example_name=example,
                             example_source=tools_example(example),
                             request={"stage": "tools", "domain": spec.name, "required_tools": required})
@@ -37,7 +40,8 @@ def tools(spec: DomainSpec, policy: str) -> list[dict[str, str]]:
 def intents(domain: Domain, count: int) -> list[dict[str, str]]:
     example = example_domain_name(domain.name)
     return prompts.messages("intents", domain=domain.spec, tools=list(domain.toolkit.specs.values()), count=count,
-                            example_name=example, example=intents_example(example),
+                            agent_rules=agent_rules(domain.spec), example_name=example,
+                            example=intents_example(example),
                             request={"stage": "intents", "domain": domain.name, "count": count})
 
 
@@ -65,9 +69,10 @@ def task(domain: Domain, intent: IntentProposal, tool_names: list[str], db_slice
          candidate: int, seed: int) -> list[dict[str, str]]:
     example = example_domain_name(domain.name)
     schemas = [domain.toolkit.specs[name].openai_schema()["function"] for name in tool_names]
+    rule = tested_rule(domain, intent.tests_rule)
     return prompts.messages("task", domain=domain.spec, policy=domain.policy, intent=intent, tools=schemas,
                             slice=db_slice, anchor={"table": anchor[0], "key": anchor[1]}, example_name=example,
-                            example=task_example(example),
+                            example=task_example(example), rule=rule, rule_example=task_example(example, True),
                             request={"stage": "task", "domain": domain.name, "intent": intent.name,
                                      "anchor": {"table": anchor[0], "key": anchor[1]}, "tools": tool_names,
                                      "candidate": candidate, "seed": seed})

@@ -268,7 +268,7 @@ class LLMSynthesizer:
         # a task that names no stored record (seldom): the model works from the task's outputs
         part = db_slice(domain.spec, rows, *anchor, rng, self.options.slice_rows) if anchor else {}
         request = request_seed(seed, domain.name, "harden", base.id)
-        messages = requests.harden(domain, shown_task(base), tools, part, base.id, request)
+        messages = requests.harden(domain, shown_task(base, domain), tools, part, base.id, request)
         out = await self._ask("harden", messages, HardenAnswer, lambda answer, final: build_hardened(
             domain, env, base, intent, tools, answer, lineage, self.screen), request)
         if out.ok:

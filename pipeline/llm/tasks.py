@@ -4,6 +4,8 @@ Replay follows the offline path (pipeline/instantiate.py): arguments are rendere
 time against the outputs so far (`{{ out[2].payee_id }}`), each call runs on a fork of the
 initial database, the first failure rejects the candidate, and `communicate_info` is rendered
 from the real outputs afterwards, so nothing a task asks the agent to say is made up by the model.
+A task whose intent tests an agent rule also carries `naive`, the literal request's calls, which
+become meta.naive_actions as on the offline path; the policy gate, run by the screen, replays them.
 """
 
 from __future__ import annotations
@@ -14,10 +16,13 @@ from typing import Any
 
 from toolscale.domains import Domain, Environment
 from toolscale.domains.answers import with_checkable_answers
+from toolscale.domains.rules import agent_rules
+from toolscale.domains.spec import PolicyRule
 from toolscale.domains.tasks import (Action, Description, EvaluationCriteria, Lineage, StructuredUserInstructions, Task,
                                      TaskMeta, UserScenario)
 from toolscale.quality.difficulty import task_difficulty
 
+from ..instantiate import naive_actions
 from ..phrasing import persona
 from ..templating import TemplateError, derive_seed, render_text, render_value
 from .answers import IntentProposal, TaskAnswer
@@ -42,10 +47,12 @@ def _persona(domain: Domain, task_id: str, lineage: Lineage) -> str:
 
 
 def _task(domain: Domain, intent: IntentProposal, task_id: str, lineage: Lineage, answer: TaskAnswer | None,
-          actions: list[Action], communicate: list[str], outputs: list[Any], final_hash: str | None) -> Task:
+          actions: list[Action], communicate: list[str], outputs: list[Any], final_hash: str | None,
+          naive: list[Action] | None = None) -> Task:
     scenario = UserScenario(persona=_persona(domain, task_id, lineage), instructions=_instructions(domain, answer))
     meta = TaskMeta(intent=intent.name, kind=intent.kind, difficulty=task_difficulty(domain, scenario, actions),
-                    lineage=lineage, expected_outputs=outputs, final_state_hash=final_hash)
+                    lineage=lineage, expected_outputs=outputs, final_state_hash=final_hash,
+                    tests_rule=intent.tests_rule, naive_actions=naive or [])
     return Task(id=task_id, description=Description(purpose=intent.description), user_scenario=scenario,
                 evaluation_criteria=EvaluationCriteria(actions=actions, communicate_info=communicate,
                                                        nl_assertions=list(answer.nl_assertions) if answer else []),
@@ -53,6 +60,41 @@ def _task(domain: Domain, intent: IntentProposal, task_id: str, lineage: Lineage
 
 
 Screen = Callable[[Task, Environment], tuple[str, str] | None]  # (gate, reason) of the first gate failed
+
+
+def tested_rule(domain: Domain, rule_id: str | None) -> PolicyRule | None:
+    """The agent rule `rule_id` names (None: none, or no such rule)."""
+    return next((rule for rule in agent_rules(domain.spec) if rule.id == rule_id), None)
+
+
+def _naive(domain: Domain, intent: IntentProposal, tools: list[str], answer: TaskAnswer, gold: list[Action],
+           outputs: list[Any]) -> list[Action]:
+    """meta.naive_actions, built as the offline path builds them (the gold's lookups, then the answer's
+    `naive` calls, rendered against the gold's outputs); Invalid when an intent that tests a rule has
+    none, one that tests none has some, or a call names a tool not offered or a bad reference."""
+    rule = tested_rule(domain, intent.tests_rule)
+    if rule is None:
+        if answer.naive:
+            raise Invalid([Problem("naive_not_asked", "`naive` is only for an intent that tests a rule the agent "
+                                                      "applies, and this one tests none: leave it empty", "naive")])
+        return []
+    if not answer.naive:
+        raise Invalid([Problem("naive_missing", f"the intent tests rule {rule.id!r} ({rule.rule}): give `naive`, the "
+                                                "calls an agent that does exactly what the user literally asks would "
+                                                "make after the gold's lookups, which break that rule", "naive")])
+    problems, literal = [], []
+    for j, step in enumerate(answer.naive):
+        if step.name not in tools:
+            problems.append(Problem("unknown_tool", f"naive[{j}] calls {step.name!r}, which is not one of the tools "
+                                                    f"offered ({', '.join(tools)})", f"naive.{j}"))
+            continue
+        try:
+            literal.append((step.name, render_value(step.arguments, {"out": outputs})))
+        except TemplateError as exc:
+            problems.append(Problem("bad_reference", f"naive[{j}] ({step.name}): {exc}", f"naive.{j}"))
+    if problems:
+        raise Invalid(problems[:MAX_PROBLEMS])
+    return naive_actions(domain, gold, literal)
 
 
 def build_task(domain: Domain, env: Environment, intent: IntentProposal, tools: list[str], answer: TaskAnswer,
@@ -93,16 +135,29 @@ def build_task(domain: Domain, env: Environment, intent: IntentProposal, tools: 
         communicate.append(value)
     if problems:
         raise Invalid(problems[:MAX_PROBLEMS])
+    naive = _naive(domain, intent, tools, answer, actions, outputs)
     task = with_checkable_answers(_task(domain, intent, task_id, lineage, answer, actions, communicate, outputs,
-                                        final_hash))
-    failed = screen(task, env) if screen else None
-    if failed:
-        raise Invalid([gate_problem(*failed)])
+                                        final_hash, naive))
+    screened(task, env, screen)
     return task
 
 
-def gate_problem(gate: str, reason: str) -> Problem:
-    """A quality gate's rejection as a problem the model can repair."""
+def screened(task: Task, env: Environment, screen: Screen | None) -> None:
+    """Invalid with the first quality gate `screen` finds the task fails, as a problem the model can repair."""
+    failed = screen(task, env) if screen else None
+    if failed:
+        raise Invalid([gate_problem(*failed, rule=tested_rule(env.domain, task.meta.tests_rule))])
+
+
+def gate_problem(gate: str, reason: str, rule: PolicyRule | None = None) -> Problem:
+    """A quality gate's rejection as a problem the model can repair. The policy gate's complaint about
+    the literal request of a task that tests `rule` is about `naive`, and says what that must be."""
+    if gate == "policy" and rule is not None and "literal" in reason:
+        return Problem("gate_policy", f"the policy check rejects the task: {reason}. The task tests rule "
+                                      f"{rule.id!r} ({rule.rule.rstrip('.')}): `naive` holds the calls an agent "
+                                      "that does exactly what the user literally asks would make after the gold's "
+                                      "lookups; the tools accept them, they break that rule, and they end in "
+                                      "another state than the gold", "naive")
     return Problem(f"gate_{gate}", f"the {gate} check rejects the task: {reason}", GATE_FIELDS.get(gate, ""))
 
 
