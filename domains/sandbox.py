@@ -28,7 +28,8 @@ from typing import Any, Literal
 from RestrictedPython import RestrictingNodeTransformer, compile_restricted_exec
 from RestrictedPython.Guards import guarded_unpack_sequence
 
-from .guards import API_CALL_STEPS, CHECKED_METHODS, KEYED_METHODS, MAX_INT_BITS, SIZED_METHODS, SMALL, Guards
+from .costs import SMALL
+from .guards import API_CALL_STEPS, CHECKED_METHODS, KEYED_METHODS, MAX_INT_BITS, SIZED_METHODS, Guards
 from .limits import StepBudget
 
 

@@ -23,8 +23,8 @@ DOMAINS = ("railway", "school")
 RUNTIME_DIR = Path(dictdb.__file__).parent
 PACKAGE_FILES = ["__init__.py", "environment.py", "data_model.py", "tools.py", "base.py", "compat.py", "utils.py",
                  "restricted_tools.py", "domain.json", "db.json", "policy.md", "tasks.json", "split_tasks.json",
-                 "README.md", "runtime/__init__.py", "runtime/dictdb.py", "runtime/guards.py", "runtime/limits.py", "runtime/records.py",
-                 "runtime/sandbox.py", "runtime/spec.py"]
+                 "README.md", "runtime/__init__.py", "runtime/costs.py", "runtime/dictdb.py", "runtime/guards.py",
+                 "runtime/limits.py", "runtime/records.py", "runtime/sandbox.py", "runtime/spec.py"]
 
 
 @pytest.fixture(scope="module")
