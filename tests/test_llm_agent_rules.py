@@ -169,6 +169,15 @@ def test_a_tests_rule_naming_no_agent_rule_is_refused():
     assert f"tests {enforced!r}" in problems[1].message and "large_disputes" in problems[1].message
 
 
+def test_intents_of_which_none_tests_a_rule_go_back_once_and_are_kept_in_the_last_round():
+    domain = builtin(DOMAIN)
+    everyday = [p for p in llm_answers.intents({"domain": DOMAIN})["intents"] if not p["tests_rule"]][:4]
+    answer = IntentsAnswer.model_validate({"intents": everyday})
+    [problem] = problems_of(lambda: build_intents(domain, answer, 4, final=False))
+    assert problem.category == "no_rule_tests" and "large_disputes" in problem.message
+    assert [i.name for i in build_intents(domain, answer, 4, final=True)] == [p["name"] for p in everyday]
+
+
 def test_the_intents_prompt_lists_the_rules_the_agent_applies_and_asks_for_intents_that_test_them():
     text = requests.intents(builtin(DOMAIN), 8)[-1]["content"]
     for rule in agent_rules(builtin(DOMAIN).spec):

@@ -284,7 +284,8 @@ def _intent_problems(intent: IntentProposal, tools: dict[str, Any], tables: dict
 
 
 def build_intents(domain: Domain, answer: IntentsAnswer, count: int, final: bool) -> list[IntentProposal]:
-    """Valid, distinct intents (at most `count`); Invalid lists the rest unless this is the last round."""
+    """Valid, distinct intents (at most `count`); Invalid lists the rest, or asks for intents that test
+    the agent's rules when none does, unless this is the last round."""
     tools = domain.toolkit.specs
     tables = {t.name: t for t in domain.spec.tables}
     populated = {t.name for t in domain.spec.tables if t.rows > 0 or t.per is not None or t.data}
@@ -298,6 +299,10 @@ def build_intents(domain: Domain, answer: IntentsAnswer, count: int, final: bool
         if not wrong and intent.name not in seen and _normalized(intent.description) not in seen:
             seen.update((intent.name, _normalized(intent.description)))
             kept.append(intent)
+    if rules and not any(intent.tests_rule for intent in answer.intents):
+        problems.append(Problem("no_rule_tests", f"no intent tests a rule the agent applies: make about a third of "
+                                                 f"them such tests, each naming its rule in `tests_rule` (one of "
+                                                 f"{', '.join(rules)})", "intents"))
     if problems and not final:
         raise Invalid(problems[:MAX_PROBLEMS])
     if not kept:
