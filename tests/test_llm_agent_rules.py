@@ -101,6 +101,26 @@ def test_a_rule_testing_intent_becomes_a_task_with_its_rule_and_the_naive_calls_
     assert asked and "The intent tests a rule the agent must apply and no tool enforces, `large_disputes`" in asked[0]
 
 
+def test_a_designed_domain_goes_through_intents_populate_and_tasks_to_tasks_that_test_its_rules():
+    """The whole LLM path, every intent kept: the rule tests the intents stage proposes become tasks."""
+    with LLMTestServer() as server:
+        config = LLMConfig(base_url=server.base_url, model="toolscale-test", cache_dir=None, backoff_s=0.01,
+                           synthesis=SynthesisOptions(intents=99, tasks_per_intent=1, anchor_attempts=20,
+                                                      populate_scale=0.3, rows_per_request=50, parents_per_request=50))
+        client = LLMClient(config)
+        try:
+            synth = LLMSynthesizer(config, seed=3, client=client, screen=screen)
+            domain = synth.design(DOMAIN)
+            rows = synth.populate(domain, 3)
+            with Environment.from_rows(domain, rows) as env:
+                tasks, _ = synth.tasks(domain, env, rows, 3)
+        finally:
+            client.close()
+    tests = [t for t in tasks if t.meta.tests_rule]
+    assert len({t.meta.tests_rule for t in tests}) >= 3 and all(t.meta.naive_actions for t in tests)
+    assert all(not t.meta.naive_actions for t in tasks if not t.meta.tests_rule)
+
+
 def test_a_literal_request_that_keeps_the_rule_goes_back_to_the_model_naming_the_rule():
     faults = Faults(rate=1.0, kinds=("literal_is_gold",), stages=("task",), max_per_conversation=1)
     with LLMTestServer(faults=faults) as server:
