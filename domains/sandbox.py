@@ -8,7 +8,8 @@ not import, define classes, touch names or attributes that start with `_`, use `
 open/eval/exec/getattr: all refused at compile time with the file and line. At run time
 attribute reads are limited to the record API, the clock and a short list of str/dict/list
 methods; attributes of anything but the tool's own dicts and lists cannot be written; and
-operators, builtins and methods that can do unbounded work go through guards.Guards.
+operators, comparisons, builtins and methods that can do unbounded work (or hash a value nested
+deep enough to overflow the C stack) go through guards.Guards.
 """
 
 from __future__ import annotations
@@ -118,8 +119,9 @@ def _compare_checked(op: ast.cmpop, left: ast.expr, right: ast.expr) -> bool:
 
 class _ToolPolicy(RestrictingNodeTransformer):
     """RestrictedPython's policy, plus: no dangerous builtins by name, a step tick in every while
-    loop and function call, checked operators and f-string fields, `*x` through the budget, and
-    exception handlers that name only CATCHABLE exceptions.
+    loop and function call, checked operators, comparisons and f-string fields, `*x` through the
+    budget, every value Python will hash through `_key_` (see costs.py for the list), integer
+    literals within MAX_INT_BITS, and exception handlers that name only CATCHABLE exceptions.
 
     Imports, classes and the other _FORBIDDEN_NODES are refused before this policy runs.
     """
@@ -164,7 +166,7 @@ class _ToolPolicy(RestrictingNodeTransformer):
         return super().visit_Constant(node)
 
     def visit_Compare(self, node: ast.Compare) -> ast.AST:
-        """Comparisons through the guards (see guards.Guards.contains and eq): `a == b` becomes
+        """Comparisons through the guards (costs.CheckedWork.eq, contains...): `a == b` becomes
         `_eq_(a, b)`; a chain `a < b < c` becomes `_chain_(a, "<", lambda: b, "<", lambda: c)`,
         which evaluates each operand once and stops at the first false comparison, as Python does."""
         node = super().visit_Compare(node)
