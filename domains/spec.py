@@ -248,8 +248,9 @@ class AgentCheck(_Strict):
 
     calls: list[str] = Field(min_length=1)
     breaks: str = Field(description=(
-        "a jinja expression over `args` (the call's arguments) and the state before the call: "
-        "record(table, key), rows(table, column=value, ...), today, now, add_days(day, n), days_between(a, b)"))
+        "a jinja expression over `args` (the call's arguments; an optional one as args.get('x')) and the state "
+        "before the call: record(table, key), rows(table, column=value, ...), today, now, add_days(day, n), "
+        "days_between(a, b)"))
 
 
 class PolicyRule(_Strict):
