@@ -18,7 +18,7 @@ from toolscale.domains import Environment, load_domain_text
 from toolscale.domains.rules import agent_rules, rules_broken
 from toolscale.domains.tasks import Lineage
 from toolscale.pipeline.llm import LLMClient, LLMConfig, LLMSynthesizer, SynthesisOptions, requests
-from toolscale.pipeline.llm.answers import DesignAnswer, HardenAnswer, IntentsAnswer, ToolsAnswer
+from toolscale.pipeline.llm.answers import DesignAnswer, HardenAnswer, IntentProposal, IntentsAnswer, ToolsAnswer
 from toolscale.pipeline.llm.design import build_design, build_intents, build_tools, smoke_rows, spec_yaml
 from toolscale.pipeline.llm.dialogue import Invalid
 from toolscale.pipeline.llm.examples import builtin, intent_proposal, offline_rows, task_answer_from_template
@@ -183,10 +183,13 @@ def test_a_tests_rule_naming_no_agent_rule_is_refused():
     enforced = next(r.id for r in domain.spec.rules if r.agent is None)  # a rule a tool enforces
     answer = IntentsAnswer.model_validate({"intents": [{**tested, "tests_rule": "no_such_rule"},
                                                        {**tested, "name": "other", "tests_rule": enforced}]})
+    unoffered = {**tested, "name": "third", "tools": [t for t in tested["tools"] if t != "dispute_transaction"]}
+    answer = answer.model_copy(update={"intents": [*answer.intents, IntentProposal.model_validate(unoffered)]})
     problems = problems_of(lambda: build_intents(domain, answer, 4, final=False))
-    assert [p.category for p in problems] == ["unknown_rule", "unknown_rule"]
+    assert [p.category for p in problems] == ["unknown_rule"] * 3
     assert "tests 'no_such_rule', which is no rule the agent applies" in problems[0].message
     assert f"tests {enforced!r}" in problems[1].message and "large_disputes" in problems[1].message
+    assert "a rule about dispute_transaction: list the tool the literal request calls" in problems[2].message
 
 
 def test_intents_of_which_none_tests_a_rule_go_back_once_and_are_kept_in_the_last_round():

@@ -49,7 +49,7 @@ def test_a_premise_naming_a_missing_column_or_an_unknown_name_is_listed_for_repa
     domain = builtin(DOMAIN)
     answer = IntentsAnswer(intents=[proposal(premise="row.state == 'open' and plan"),
                                     proposal(name="other", premise="row.status == 'open' and",
-                                             tests_rule="large_disputes")])
+                                             tests_rule="large_disputes", tools=["dispute_transaction"])])
     with pytest.raises(Invalid) as error:
         build_intents(domain, answer, 4, final=False)
     messages = [p.message for p in error.value.problems]

@@ -22,7 +22,7 @@ from toolscale.domains import Domain, DomainError, Environment, load_domain_text
 from toolscale.domains.domain import parse_spec
 from toolscale.domains.premises import premise_problems
 from toolscale.domains.rules import TRANSFER_TOOL, agent_rules, rule_problems
-from toolscale.domains.spec import IDENTIFIER, DomainSpec, Intent
+from toolscale.domains.spec import IDENTIFIER, DomainSpec, Intent, PolicyRule
 from toolscale.domains.sql import build_metadata, create_schema
 
 from ..populate import PopulateError, Rows, populate
@@ -260,7 +260,7 @@ def _normalized(text: str) -> str:
 
 
 def _intent_problems(intent: IntentProposal, tools: dict[str, Any], tables: dict[str, Any],
-                     populated: set[str], rules: list[str]) -> list[Problem]:
+                     populated: set[str], rules: dict[str, PolicyRule]) -> list[Problem]:
     problems = []
     unknown = [t for t in intent.tools if t not in tools]
     if unknown:
@@ -280,6 +280,12 @@ def _intent_problems(intent: IntentProposal, tools: dict[str, Any], tables: dict
         problems.append(Problem("unknown_rule", f"intent {intent.name!r} tests {intent.tests_rule!r}, which is no rule "
                                                 f"the agent applies; `tests_rule` names one of: {known} (or is null)",
                                 f"intent {intent.name}"))
+    elif intent.tests_rule is not None and not set(rules[intent.tests_rule].agent.calls) & set(intent.tools):
+        calls = ", ".join(rules[intent.tests_rule].agent.calls)
+        problems.append(Problem("unknown_rule", f"intent {intent.name!r} tests {intent.tests_rule!r}, a rule about "
+                                                f"{calls}: list the tool the literal request calls among its `tools` "
+                                                "(a task is offered only those and the read tools)",
+                                f"intent {intent.name}"))
     return problems
 
 
@@ -289,7 +295,7 @@ def build_intents(domain: Domain, answer: IntentsAnswer, count: int, final: bool
     tools = domain.toolkit.specs
     tables = {t.name: t for t in domain.spec.tables}
     populated = {t.name for t in domain.spec.tables if t.rows > 0 or t.per is not None or t.data}
-    rules = [rule.id for rule in agent_rules(domain.spec)]
+    rules = {rule.id: rule for rule in agent_rules(domain.spec)}
     kept: list[IntentProposal] = []
     seen: set[str] = set()
     problems: list[Problem] = []
