@@ -99,3 +99,13 @@ class AttackChild:
             self._proc.kill()
             self._proc.wait()
             self._proc = None
+
+
+def assert_stopped_in_child(record: dict, expected: set[str], seconds: float) -> None:
+    """The attack ended within `seconds` in one of the `expected` errors, with the state as it was; its
+    child neither crashed nor hung."""
+    assert "crashed" not in record, f"the attack killed the interpreter (exit status {record.get('crashed')})"
+    assert "hung" not in record, f"the attack ran past {record['hung']:.0f} s"
+    assert record["result"]["error_type"] in expected, record["result"]
+    assert not record["state_changed"] and record["digest_consistent"]
+    assert record["seconds"] < seconds, record

@@ -19,13 +19,12 @@ from pathlib import Path
 
 import pytest
 
-from toolscale.flows import progress
 from toolscale.flows.digests import file_digest, json_digest
-from toolscale.flows.generate import run_stage
-from toolscale.flows.plan import RunConfig, domain_work, stages_to_run
-from toolscale.flows.stages import PUBLIC_FILES, STAGE_NAMES
+from toolscale.flows.plan import RunConfig, domain_work
+from toolscale.flows.stages import STAGE_NAMES
 
-DOMAIN = "weather"
+from test_stage_integrity import DOMAIN, build, public_bytes  # the same stage runs, on the same domain
+
 RESEALED = "meta.json sealed without this user's key: re-sealed by hand, or by another user or version"
 
 
@@ -33,30 +32,6 @@ RESEALED = "meta.json sealed without this user's key: re-sealed by hand, or by a
 def own_cache(tmp_path_factory, monkeypatch):
     """A cache folder (and so a key) of this module's own, shared by its tests."""
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path_factory.getbasetemp() / "keyed-digests-cache"))
-
-
-def build(config: RunConfig) -> tuple[list[str], list[str]]:
-    notices: list[str] = []
-
-    def listen(domain: str, stage: str, info: dict) -> None:
-        if stage == "notice":
-            notices.append(f"{domain}: {info['message']}")
-
-    progress.subscribe(listen)
-    work = domain_work(DOMAIN, config)
-    try:
-        todo = stages_to_run(work, config.refresh)
-        work.store.clean(keep=work.keys)
-        for stage in todo:
-            run_stage.fn(stage, DOMAIN, work)
-    finally:
-        work.close()
-        progress.unsubscribe(listen)
-    return todo, notices
-
-
-def public_bytes(out: Path) -> dict[str, bytes]:
-    return {name: (out / DOMAIN / name).read_bytes() for name in PUBLIC_FILES}
 
 
 @pytest.fixture(scope="module")
