@@ -256,8 +256,8 @@ def _check_rules(spec: DomainSpec, toolkit: Toolkit, filename: str) -> None:
     for intent in spec.intents:
         template = intent.template
         named = [*intent.tools, *(a.name for a in ([*template.actions, *template.naive] if template else []))]
-        if template is not None and template.tests_rule is not None and template.tests_rule not in rule_ids:
-            problems.append(f"{filename}: intent {intent.name!r} tests {template.tests_rule!r}, which is no rule "
+        if intent.tests_rule is not None and intent.tests_rule not in rule_ids:
+            problems.append(f"{filename}: intent {intent.name!r} tests {intent.tests_rule!r}, which is no rule "
                             "with an agent check")
         problems += [f"{filename}: intent {intent.name!r} uses unknown tool {name!r}"
                      for name in dict.fromkeys(named) if name not in toolkit.specs]

@@ -197,18 +197,9 @@ class TaskTemplate(_Strict):
     actions: list[ActionTemplate] = Field(min_length=1)
     communicate: list[str] = Field(default_factory=list, description="expressions over `out`")
     nl_assertions: list[str] = Field(default_factory=list)
-    tests_rule: str | None = Field(None, description=(
-        "the id of an agent-enforced rule this task is built to test: doing what the user literally asks "
-        "(`naive`) runs in the tools and breaks it, while the gold keeps it"))
     naive: list[ActionTemplate] = Field(default_factory=list, description=(
         "what an agent that does exactly what the user asks would call after the gold's lookups (its calls "
         "before the first write a user wants), in order; rendered like `actions`, with the gold's `out`"))
-
-    @model_validator(mode="after")
-    def _tested(self) -> TaskTemplate:
-        if (self.tests_rule is None) != (not self.naive):
-            raise ValueError("a template that tests a rule gives both `tests_rule` and the `naive` calls")
-        return self
 
 
 class Intent(_Strict):
@@ -220,7 +211,17 @@ class Intent(_Strict):
     premise: str | None = Field(None, description=(
         "what the anchor record must be for the request to make sense: an expression over `row` "
         "(domains/premises.py); candidates are anchored only on records that meet it"))
+    tests_rule: str | None = Field(None, description=(
+        "the id of an agent-enforced rule this intent is built to test: doing what the user literally asks "
+        "(its template's `naive` calls) runs in the tools and breaks it, while the gold keeps it"))
     template: TaskTemplate | None = None
+
+    @model_validator(mode="after")
+    def _tested(self) -> Intent:
+        if self.template is not None and (self.tests_rule is None) != (not self.template.naive):
+            raise ValueError(f"intent {self.name!r}: a template that tests a rule gives both the intent's "
+                             "`tests_rule` and the template's `naive` calls")
+        return self
 
 
 class StepCheck(_Strict):

@@ -228,7 +228,7 @@ def _build(domain: Domain, env: Environment, intent: Intent, context: dict[str, 
             failure = f"communicate_info or the naive calls could not be rendered: {exc}"
     meta = TaskMeta(intent=intent.name, kind=intent.kind, difficulty=task_difficulty(domain, scenario, actions),
                     lineage=lineage, expected_outputs=outputs, final_state_hash=final_hash,
-                    tests_rule=template.tests_rule, naive_actions=naive)
+                    tests_rule=intent.tests_rule, naive_actions=naive)
     task = Task(id=task_id, description=Description(purpose=intent.description),
                 user_scenario=scenario,
                 evaluation_criteria=EvaluationCriteria(actions=actions, communicate_info=communicate,

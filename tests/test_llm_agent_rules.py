@@ -14,7 +14,7 @@ import pytest
 import llm_answers
 from llm_answers import sections
 from llm_server import Faults, LLMTestServer
-from toolscale.domains import Environment, load_domain_text
+from toolscale.domains import Environment, builtin_domain, load_domain_text
 from toolscale.domains.rules import agent_rules, rules_broken
 from toolscale.domains.tasks import Lineage
 from toolscale.pipeline.llm import LLMClient, LLMConfig, LLMSynthesizer, SynthesisOptions, requests
@@ -36,7 +36,7 @@ LINEAGE = Lineage(backend="llm", seed=0)
 def rule_domain():
     """bank with only its intents that test an agent rule (their templates kept: the test server answers from them)."""
     domain = builtin(DOMAIN)
-    tested = [i for i in domain.spec.intents if i.template and i.template.tests_rule]
+    tested = [i for i in domain.spec.intents if i.template and i.tests_rule]
     return load_domain_text(spec_yaml(domain.spec.model_copy(update={"intents": tested})), domain.toolkit.source,
                             domain.policy, DOMAIN)
 
@@ -278,3 +278,15 @@ def test_the_design_and_tools_prompts_ask_for_rules_no_tool_enforces():
     assert "a tool must not refuse what such a rule forbids" in text
     required = sections(text)["Request"]["required_tools"]
     assert {"dispute_transaction", "make_loan_payment", "transfer_to_human_agents"} <= set(required)
+
+
+def test_a_stored_design_keeps_which_rule_each_intent_tests():
+    """A resumed run writes tasks from the stored design alone: its rule tests must stay rule tests."""
+    from toolscale.pipeline.llm.design import with_intents
+    from toolscale.pipeline.llm.examples import intent_proposal
+
+    bank = builtin_domain("bank")
+    proposals = [intent_proposal(i) for i in bank.spec.intents[:3] + [i for i in bank.spec.intents if i.tests_rule]]
+    stored = with_intents(bank, proposals)
+    assert {i.name: i.tests_rule for i in stored.spec.intents} == {p.name: p.tests_rule for p in proposals}
+    assert any(i.tests_rule for i in stored.spec.intents)

@@ -321,7 +321,7 @@ def with_intents(domain: Domain, intents: list[IntentProposal]) -> Domain:
     writes tasks from the stored design alone (no templates: the LLM writes the tasks)."""
     spec = domain.spec.model_copy(update={"intents": [
         Intent(name=i.name, description=i.description, kind=i.kind, anchor_table=i.anchor_table, tools=i.tools,
-               premise=i.premise)
+               premise=i.premise, tests_rule=i.tests_rule)
         for i in intents]})
     return load_domain_text(spec_yaml(spec), domain.toolkit.source, domain.policy, domain.name)
 

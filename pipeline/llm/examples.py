@@ -78,19 +78,18 @@ def intent_proposal(intent: Intent) -> IntentProposal | None:
         tools = list(dict.fromkeys(a.name for a in intent.template.actions))
     else:
         return None
-    tested = intent.template.tests_rule if intent.template is not None else None
-    if tested is not None:  # the tool the literal request calls is offered too, though the gold does not call it
+    if intent.template is not None:  # the tool the literal request calls is offered too, though the gold does not call it
         tools = list(dict.fromkeys([*tools, *(a.name for a in intent.template.naive)]))
     return IntentProposal(name=intent.name, description=intent.description, kind=intent.kind,
-                          anchor_table=anchor, tools=tools, premise=intent.premise, tests_rule=tested)
+                          anchor_table=anchor, tools=tools, premise=intent.premise, tests_rule=intent.tests_rule)
 
 
 @lru_cache(maxsize=None)
 def intents_example(name: str, count: int = 4, tested: int = 2) -> list[dict[str, Any]]:
     """The first `count` intents of a built-in domain and its first `tested` that test an agent rule."""
     intents = [i for i in builtin(name).spec.intents if i.template]
-    chosen = ([i for i in intents if i.template.tests_rule is None][:count]
-              + [i for i in intents if i.template.tests_rule is not None][:tested])
+    chosen = ([i for i in intents if i.tests_rule is None][:count]
+              + [i for i in intents if i.tests_rule is not None][:tested])
     return [intent_proposal(i).model_dump(mode="json") for i in chosen]
 
 
@@ -178,7 +177,7 @@ def task_example(name: str, tests_rule: bool = False) -> dict[str, Any]:
     domain = builtin(name)
     intents = [i for i in domain.spec.intents if i.template]
     if tests_rule:
-        intents = [i for i in intents if i.template.tests_rule is not None]
+        intents = [i for i in intents if i.tests_rule is not None]
         if not intents:
             return {}
     chosen = next((i for i in intents if any("out[" in json.dumps(a.arguments) for a in i.template.actions)),
