@@ -30,7 +30,7 @@ from toolscale.domains.tasks import Action, Difficulty, Task, UserScenario
 _CONDITION = re.compile(r"\b(?:if|unless|otherwise)\b", re.IGNORECASE)
 _CHANGE_VERBS = (r"cancel|change|modify|update|refund|return|exchange|book|upgrade|downgrade|add|remove|replace|pay|"
                  r"order|buy|purchase|reschedule|move|enrol|enroll|register|subscribe|apply|claim|compensate|"
-                 r"transfer|switch|renew|redeem|report|dispute|block|freeze|open|close")
+                 r"transfer|switch|renew|redeem|report|dispute|block|freeze|open|close|sign|release|withdraw|drop|send")
 # a change asked for: "you want to cancel", "ask the agent to refund", "you'd like to be moved"
 _REQUEST = re.compile(r"\b(?:want|wants|would like|'d like|need|needs|wish|wishes|hope|hoping|trying|try|tries|"
                       r"ask(?:s|ing)?(?: the agent| them)?|going|plan|planning|decided|mean) to (?:be |get )?"
