@@ -268,7 +268,9 @@ def shape_answers(values: Sequence[str], user_text: str, outputs: Sequence[Any] 
         if kind is None:
             shaped.communicate.append(form)
         else:
-            field, record = next(_holding(form, outputs), (None, None))
+            # named after the latest output holding it: what the last calls returned is what the user asked
+            # for (a refill's copay of 4, not the 4 of a plan listed on the way)
+            field, record = next((h for output in reversed(outputs) for h in _holding(form, [output])), (None, None))
             shaped.judged.append(Judged(form, kind, field, record))
     return shaped
 

@@ -82,6 +82,13 @@ def test_shaping_splits_lists_drops_duplicates_and_judges_the_rest():
                                    "The agent tells the user the fee is 0."]
 
 
+def test_a_judged_fact_is_named_after_the_latest_output_that_holds_it():
+    """A plan listing read on the way holds the same 4.00 as the refill's copay the user asked for."""
+    outputs = [[{"plan_id": "PLN-1", "tier3_copay": 4.0}], {"fill_id": "FIL-9", "copay": 4.0}]
+    shaped = shape_answers(["4.00"], "You want your refill.", outputs)
+    assert shaped.assertions() == ["The agent tells the user the copay is 4."]
+
+
 @pytest.mark.parametrize("field,value,record,said", [
     ("valid_to", "2027-04-16", "railcard_id", "the railcard is valid until 16 April 2027"),
     ("graded_credits", "10", "student_id", "the number of graded credits is 10"),
