@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -127,9 +128,8 @@ print(json.dumps([results[0].error_type, results[0].error]))
 def test_a_hostile_tool_in_a_dataset_row_does_not_kill_the_consumer(tmp_path):
     """R2 through the consumer's route: a `domains` row whose tool builds a deep tuple and hashes it
     crashed whoever replayed the task (rc 139). It is now the call's error."""
-    from conftest import FIXTURES
-
-    proc = subprocess.run([sys.executable, "-c", _CONSUMER, str(FIXTURES / "library")], capture_output=True,
+    library = Path(__file__).resolve().parents[1] / "fixtures" / "library"  # not `from conftest`: e2e has its own
+    proc = subprocess.run([sys.executable, "-c", _CONSUMER, str(library)], capture_output=True,
                           text=True, timeout=120)
     assert proc.returncode == 0, f"exit status {proc.returncode}: {proc.stderr[-500:]}"
     error_type, error = json.loads(proc.stdout.strip().splitlines()[-1])
