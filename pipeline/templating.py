@@ -20,7 +20,7 @@ from typing import Any
 
 from jinja2 import StrictUndefined
 
-from .template_limits import BoundedEnvironment, bounded_render, charge, check_output
+from toolscale.domains.template_limits import BoundedEnvironment, bounded_render, charge, check_output
 
 _WHOLE_EXPRESSION = re.compile(r"^\s*\{\{(?P<expr>(?:(?!\{\{|\}\}).)*)\}\}\s*$", re.S)
 
@@ -52,7 +52,7 @@ def _plural(noun: str, count: Any) -> str:
 
 
 class _Environment(BoundedEnvironment):
-    """Jinja's sandbox with bounded work (pipeline/template_limits.py), each template's globals a plain
+    """Jinja's sandbox with bounded work (domains/template_limits.py), each template's globals a plain
     dict: Jinja chains them to the environment's (a ChainMap), and every render copies them into a new
     context, which made that copy ~2/3 of an expression's cost (14 of 21 µs; 4.5 µs with a dict). A copy
     protects the environment's globals as the chain does; they are not changed after this module is set up."""

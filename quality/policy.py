@@ -4,8 +4,7 @@ the user literally asks runs in the tools, breaks that rule and ends in another 
 
 from __future__ import annotations
 
-from toolscale.domains.environment import replay
-from toolscale.domains.rules import RuleError, agent_rules, rules_broken
+from toolscale.domains.rules import RuleError, agent_rules, replay_watched, rules_broken
 from toolscale.domains.tasks import GateVerdict
 
 from .gates import GateContext, failed, passed
@@ -58,18 +57,16 @@ class PolicyGate:
         if not rules:
             return failed(f"the task tests {meta.tests_rule!r}, which is no agent rule of the domain")
         naive = [(a.name, a.arguments) for a in meta.naive_actions]
-        with ctx.env.fork() as fork:
-            results = replay(fork, naive)
-            end = fork.state_hash()
+        try:
+            results, broken, end = replay_watched(ctx.env, naive, rules)  # one replay for all three checks
+        except RuleError as exc:
+            return failed(f"rule {meta.tests_rule!r} could not be checked on the literal request: {exc}")
         refused = next((r for r in results if not r.ok), None)
         if refused is not None:
             return failed(f"doing what the user literally asks is refused by the tools ({refused.name}: "
                           f"{refused.error}), so rule {meta.tests_rule!r} is not the agent's to apply")
         if end == meta.final_state_hash:
             return failed("doing what the user literally asks ends in the gold's state: it tests no judgement")
-        try:
-            if not rules_broken(ctx.env, naive, rules):
-                return failed(f"doing what the user literally asks keeps rule {meta.tests_rule!r}")
-        except RuleError as exc:
-            return failed(f"rule {meta.tests_rule!r} could not be checked on the literal request: {exc}")
+        if not broken:
+            return failed(f"doing what the user literally asks keeps rule {meta.tests_rule!r}")
         return None

@@ -1,7 +1,7 @@
 """Jinja in domain.yaml is bounded (red-team 2026-12-06 R6, issue 38 item 3): on 7043c43 `{{ 'a' * 10**10 }}`
 asked for 10 GB, two nested `range(100000)` loops and `{{ pick('ab' * 10**9) }}` hung populate (killed at
 45 s). Every template now renders in a sandbox whose repetition, powers, concatenation, growing filters and
-methods, loop steps, time and output are bounded (pipeline/template_limits.py): each payload fails within a
+methods, loop steps, time and output are bounded (domains/template_limits.py): each payload fails within a
 second as a one-line PopulateError naming the column, whatever Jinja construct carries it.
 """
 
