@@ -19,6 +19,7 @@ import sys
 from collections import Counter
 from pathlib import Path
 
+from toolscale.agents.scoring import communicated
 from toolscale.domains import Environment, Task, load_domain
 from toolscale.domains.environment import replay
 
@@ -32,8 +33,7 @@ def score(env: Environment, task: Task) -> tuple[bool, bool]:
         results = replay(fork, calls)
         end = fork.state_hash()
     reply = " ".join(json.dumps(r.output if r.ok else r.error, ensure_ascii=False) for r in results)
-    reply = reply.lower().replace(",", "")
-    told = all(info.lower() in reply for info in task.evaluation_criteria.communicate_info)
+    told = all(communicated(info, [reply]) for info in task.evaluation_criteria.communicate_info)
     return end == task.meta.final_state_hash and told, literal
 
 

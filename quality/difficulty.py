@@ -17,13 +17,14 @@ import json
 import os
 import re
 import tarfile
-from collections.abc import Container, Iterable, Iterator, Sequence
+from collections.abc import Container, Iterable, Sequence
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 from typing import Any
 
 from toolscale.domains import Domain
+from toolscale.domains.matching import leaves
 from toolscale.domains.rules import TRANSFER_TOOL
 from toolscale.domains.tasks import Action, Difficulty, Task, UserScenario
 
@@ -70,17 +71,6 @@ def user_text(record: dict[str, Any]) -> str:
     return " ".join(p for p in parts if isinstance(p, str))
 
 
-def _scalars(value: Any) -> Iterator[Any]:
-    if isinstance(value, dict):
-        for item in value.values():
-            yield from _scalars(item)
-    elif isinstance(value, (list, tuple)):
-        for item in value:
-            yield from _scalars(item)
-    elif value is not None and not isinstance(value, bool):  # a yes/no is a choice, not a value to find
-        yield value
-
-
 def _spoken(value: Any) -> str:
     """A value as a user would say it: 230.0 as "230"."""
     if isinstance(value, float) and value.is_integer():
@@ -98,7 +88,8 @@ def reasoning_of(text: str, calls: Sequence[tuple[str, dict[str, Any]]], writes:
     ((tool, arguments)); `writes` holds the tools that change what a user wants."""
     lowered = text.lower()
     wanted = [arguments for name, arguments in calls if name in writes]
-    derived = sum(_spoken(v).lower() not in lowered for arguments in wanted for v in _scalars(arguments))
+    derived = sum(_spoken(v).lower() not in lowered for arguments in wanted for v in leaves(arguments)
+                  if v is not None and not isinstance(v, bool))  # a yes/no is a choice, not a value to find
     return Reasoning(writes=len(wanted), derived_values=derived,
                      refusal=not wanted and _asks_for_a_change(text),
                      condition=bool(_CONDITION.search(text)),
