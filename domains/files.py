@@ -31,7 +31,8 @@ class DomainFileError(ValueError):
     """A domain file that is not a regular, small enough, UTF-8 file inside its folder."""
 
 
-def _kind(mode: int) -> str:
+def file_kind(mode: int) -> str:
+    """What an lstat mode says a path is, in words ("a symlink", "a FIFO"...)."""
     for test, name in ((stat.S_ISLNK, "a symlink"), (stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO"),
                        (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
                        (stat.S_ISSOCK, "a socket")):
@@ -52,7 +53,7 @@ def read_domain_file(folder: str | Path, name: str, max_bytes: int | None = None
         except NotADirectoryError:
             raise FileNotFoundError(errno.ENOENT, "missing", str(path)) from None
         if not stat.S_ISREG(mode):
-            raise DomainFileError(f"{path}: {_kind(mode)}, not a regular file: a domain file must be a plain file "
+            raise DomainFileError(f"{path}: {file_kind(mode)}, not a regular file: a domain file must be a plain file "
                                   "inside the folder")
         try:
             fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=dir_fd)
@@ -65,7 +66,7 @@ def read_domain_file(folder: str | Path, name: str, max_bytes: int | None = None
     with os.fdopen(fd, "rb") as fh:
         info = os.fstat(fh.fileno())
         if not stat.S_ISREG(info.st_mode):
-            raise DomainFileError(f"{path}: {_kind(info.st_mode)}, not a regular file")
+            raise DomainFileError(f"{path}: {file_kind(info.st_mode)}, not a regular file")
         if info.st_size > cap:
             raise DomainFileError(f"{path}: {info.st_size:,} bytes, over the {cap:,}-byte cap for {name}")
         data = fh.read(cap + 1)  # the size can lie (a file that grows): read at most one byte past the cap

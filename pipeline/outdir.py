@@ -21,6 +21,8 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import BinaryIO
 
+from toolscale.domains.files import file_kind
+
 TOOLSCALE_DIR = ".toolscale"
 # a domain's public files in OUT/<domain>/ (flows/stages.py writes them; tasks.jsonl last, marking it finished)
 PUBLIC_FILES = ("domain.yaml", "tools.py", "policy.md", "db.sqlite", "tools.json", "rejected.jsonl", "tasks.jsonl")
@@ -36,14 +38,6 @@ class NotRegularFile(OSError):
     """A path opened for reading that is not a regular file (a symlink, a FIFO, a device, a folder)."""
 
 
-def _kind(mode: int) -> str:
-    for test, name in ((stat.S_ISLNK, "a symlink"), (stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a FIFO"),
-                       (stat.S_ISCHR, "a device"), (stat.S_ISBLK, "a device"), (stat.S_ISSOCK, "a socket")):
-        if test(mode):
-            return name
-    return "not a regular file"
-
-
 def open_regular(path: Path) -> BinaryIO:
     """`path` opened for reading in binary, only if it is a regular file: a symlink is not followed (its
     target may be anything), a FIFO not waited on. NotRegularFile (an OSError) otherwise."""
@@ -56,7 +50,7 @@ def open_regular(path: Path) -> BinaryIO:
     mode = os.fstat(fd).st_mode
     if not stat.S_ISREG(mode):
         os.close(fd)
-        raise NotRegularFile(errno.EINVAL, f"{_kind(mode)}, not a regular file", str(path))
+        raise NotRegularFile(errno.EINVAL, f"{file_kind(mode)}, not a regular file", str(path))
     os.set_blocking(fd, True)
     return os.fdopen(fd, "rb")
 
@@ -105,7 +99,7 @@ def _expect(path: Path, folder: bool | None) -> bool:
     if (folder is not False and stat.S_ISDIR(mode)) or (not folder and stat.S_ISREG(mode)):
         return True
     wanted = {True: "a folder", False: "a regular file", None: "only folders and regular files"}[folder]
-    raise OutputFolderError(f"{path}: {_kind(mode)} where toolscale keeps {wanted}: toolscale will not read, "
+    raise OutputFolderError(f"{path}: {file_kind(mode)} where toolscale keeps {wanted}: toolscale will not read, "
                             "write or delete through it (move it away or use another --out)")
 
 
